@@ -1,0 +1,30 @@
+# The two set-up-and-go commands (see README.md): `make run` and `make test`.
+# Both install what is missing (scripts/bootstrap.sh), configure and build.
+BUILD ?= build
+LLVM_PREFIX ?= /usr/lib/llvm-22
+JOBS ?= 2
+
+.PHONY: run test build bootstrap clean
+
+bootstrap:
+	@scripts/bootstrap.sh
+
+$(BUILD)/build.ninja: | bootstrap
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir \
+	  -DLLVM_EXTERNAL_LIT=$(LLVM_PREFIX)/bin/lit
+
+build: bootstrap $(BUILD)/build.ninja
+	ninja -C $(BUILD) -j $(JOBS)
+
+# Main job: compile the example mla.decode and run it, checked against the
+# float64 reference.
+run: build
+	scripts/run-example.sh $(BUILD)
+
+# Every test: lit (dialect, passes, tools, integration) and the unit tests.
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD)

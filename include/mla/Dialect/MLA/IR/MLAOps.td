@@ -1,0 +1,106 @@
+//===- MLAOps.td - mla dialect operations ------------------*- tablegen -*-===//
+//
+// L0 of the pipeline: `mla.decode` on tensors, as an ML compiler emits it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_OPS_TD
+#define MLA_OPS_TD
+
+include "mla/Dialect/MLA/IR/MLABase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class MLA_Op<string mnemonic, list<Trait> traits = []>
+    : Op<MLA_Dialect, mnemonic, traits>;
+
+def MLA_DecodeOp : MLA_Op<"decode", [Pure]> {
+  let summary = "multi-head latent attention, decode phase (absorbed form)";
+  let description = [{
+    Attention of a batch of query tokens over a shared latent KV cache with a
+    single KV head (MQA), as DeepSeek-V2/V3 decode runs it after the
+    up-projections are absorbed into the query and output.
+
+    Operands (T query tokens, N cache rows, B sequences):
+    - `q` `[T, H, Dqk]` bf16. H is a multiple of 16, at most 128.
+    - `kv` `[N, Dqk]`: bf16 for `bf16`; `f8E4M3FN` for `fp8`; for `mxfp4`
+      packed bytes `i8 [N, Dqk/2]`, two E2M1 values per byte, the low nibble
+      holding the even element.
+    - `qo_indptr`, `kv_indptr` `[B+1]` i32: sequence b owns query tokens
+      `[qo_indptr[b], qo_indptr[b+1])` and cache rows
+      `[kv_indptr[b], kv_indptr[b+1])`.
+    - `kv_scale`: absent for `bf16`; `f32 [1]` (per-tensor) for `fp8`;
+      `f8E8M0FNU [N, Dqk/32]` (one power-of-two scale per 32 elements) for
+      `mxfp4`.
+
+    Attributes: `kv_format`; `v_head_dim` Dv (default 512, a multiple of 32,
+    at most Dqk); `sm_scale` (default `1/sqrt(Dqk)`).
+
+    Semantics. Dequantize the cache (fp8: `value * scale`; mxfp4:
+    `e2m1 * 2^(e8m0 - 127)`). Keys are all Dqk columns of a row, values its
+    first Dv columns. For sequence b with `q_len = qo_indptr[b+1] -
+    qo_indptr[b]` (1..4) and `kv_len = kv_indptr[b+1] - kv_indptr[b]`, query
+    token i (0-based within the sequence) attends to the positions
+    `p < kv_len - (q_len - 1 - i)` (causal over the newest positions; q_len = 1
+    is plain decode):
+
+    ```
+    s[p]   = sm_scale * dot(q[t, h, :], k[p, :])
+    out    = sum_p softmax(s)[p] * v[p, :]        (rounded to bf16)
+    lse    = log(sum_p exp(s[p]))                  (natural log, f32)
+    ```
+
+    A sequence with kv_len = 0, or a query token that sees no position,
+    yields zeros in `out` and `-inf` in `lse`.
+
+    Results: `out` `[T, H, Dv]` bf16 and, when a second result type is
+    written, `lse` `[T, H]` f32. Head dimensions (H, Dqk, Dv) must be static;
+    token, row and batch counts may be dynamic.
+
+    Example:
+
+    ```mlir
+    %out = mla.decode q(%q : tensor<?x16x576xbf16>)
+                      kv(%kv : tensor<?x576xf8E4M3FN>)
+                      scale(%s : tensor<1xf32>)
+                      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+                      {kv_format = #mla.kv_format<fp8>}
+                      -> tensor<?x16x512xbf16>
+    ```
+  }];
+
+  let arguments = (ins
+    RankedTensorOf<[BF16]>:$q,
+    RankedTensorOf<[BF16, F8E4M3FN, I8]>:$kv,
+    RankedTensorOf<[I32]>:$qo_indptr,
+    RankedTensorOf<[I32]>:$kv_indptr,
+    Optional<RankedTensorOf<[F32, F8E8M0FNU]>>:$kv_scale,
+    MLA_KVFormatAttr:$kv_format,
+    DefaultValuedAttr<I64Attr, "512">:$v_head_dim,
+    OptionalAttr<F32Attr>:$sm_scale
+  );
+  let results = (outs
+    RankedTensorOf<[BF16]>:$out,
+    Optional<RankedTensorOf<[F32]>>:$lse
+  );
+
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `kv` `(` $kv `:` type($kv) `)`
+    (`scale` `(` $kv_scale^ `:` type($kv_scale) `)`)?
+    `indptr` `(` $qo_indptr `,` $kv_indptr `:` type($qo_indptr) `,` type($kv_indptr) `)`
+    attr-dict `->` type($out) (`,` type($lse)^)?
+  }];
+
+  let extraClassDeclaration = [{
+    /// Number of heads H.
+    int64_t getNumHeads() { return getQ().getType().getDimSize(1); }
+    /// Width of a query/key row, Dqk.
+    int64_t getQKHeadDim() { return getQ().getType().getDimSize(2); }
+    /// The softmax scale, with its default 1/sqrt(Dqk) applied.
+    double getEffectiveSmScale();
+  }];
+
+  let hasVerifier = 1;
+}
+
+#endif // MLA_OPS_TD

@@ -1,0 +1,38 @@
+//===- Npy.h - NumPy .npy files ----------------------------------*- C++ -*-===//
+//
+// Reading and writing the .npy files mla-run exchanges with Python: format
+// versions 1-3, little-endian, C order. Every malformation is an error with
+// the file name, never a crash.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_RUNTIME_NPY_H
+#define MLA_RUNTIME_NPY_H
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mla {
+
+struct NpyArray {
+  /// NumPy dtype string, normalized: "f4", "f8", "u1", "i1", "u2", "i4", ...
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;
+
+  int64_t numElements() const;
+  /// Shape as "[2, 16, 576]" for messages.
+  std::string shapeString() const;
+};
+
+llvm::Expected<NpyArray> readNpy(const std::string &path);
+llvm::Error writeNpy(const std::string &path, const std::string &dtype,
+                     const std::vector<int64_t> &shape, const void *data,
+                     size_t numBytes);
+
+} // namespace mla
+
+#endif // MLA_RUNTIME_NPY_H

@@ -1,0 +1,363 @@
+//===- Decompose.cpp - mla.decode -> upstream ops -------------------------===//
+//
+// The reference lowering of `mla.decode` used by the cpu backend: a loop over
+// sequences, and per sequence plain linalg ops for dequantization, Q·Kᵀ,
+// causal mask, softmax and P·V. It is written for clarity, not speed: it
+// materializes the whole score matrix of a sequence. The GPU path tiles and
+// splits instead (mla-split-kv and later passes).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/APFloat.h"
+
+#include <limits>
+
+namespace mla {
+#define GEN_PASS_DEF_MLADECOMPOSEPASS
+#include "mla/Transforms/Passes.h.inc"
+} // namespace mla
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+using utils::IteratorType;
+constexpr IteratorType kPar = IteratorType::parallel;
+constexpr IteratorType kRed = IteratorType::reduction;
+
+/// A table of the f32 values of every code of a small float format, built
+/// with APFloat so that decoding is exact (NaN codes decode to NaN).
+Value buildDecodeTable(OpBuilder &b, Location loc,
+                       const llvm::fltSemantics &sem, unsigned bits) {
+  SmallVector<float> values;
+  for (unsigned code = 0; code < (1u << bits); ++code) {
+    APFloat v(sem, APInt(bits, code));
+    bool losesInfo = false;
+    v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &losesInfo);
+    values.push_back(v.convertToFloat());
+  }
+  auto type = RankedTensorType::get({(int64_t)values.size()}, b.getF32Type());
+  return arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, ArrayRef<float>(values)));
+}
+
+/// Emits the op-by-op decomposition of one mla.decode.
+class DecodeDecomposer {
+public:
+  DecodeDecomposer(DecodeOp op, OpBuilder &b)
+      : op(op), b(b), loc(op.getLoc()), f32(b.getF32Type()),
+        numHeads(op.getNumHeads()), qkDim(op.getQKHeadDim()),
+        vDim(op.getVHeadDim()) {}
+
+  /// Returns the replacement values for the op's results.
+  SmallVector<Value> run();
+
+private:
+  Value cIndex(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value cF32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value filled(ArrayRef<OpFoldResult> shape, Type elem, Value value) {
+    Value empty = tensor::EmptyOp::create(b, loc, shape, elem);
+    return linalg::FillOp::create(b, loc, value, empty).getResult(0);
+  }
+  AffineMap map(unsigned numDims, ArrayRef<unsigned> dims) {
+    return AffineMap::getMultiDimMapWithTargets(numDims, dims,
+                                                b.getContext());
+  }
+  Value generic(Value init, ValueRange inputs, ArrayRef<AffineMap> maps,
+                ArrayRef<IteratorType> iters,
+                function_ref<void(OpBuilder &, Location, ValueRange)> body) {
+    return linalg::GenericOp::create(b, loc, init.getType(), inputs, init, maps,
+                                     iters, body)
+        .getResult(0);
+  }
+  Value loadIndex(Value indptr, Value i) {
+    Value v = tensor::ExtractOp::create(b, loc, indptr, i);
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  }
+
+  /// Dequantizes `kvLen` cache rows starting at `kvBegin` to f32 [kvLen, Dqk].
+  Value dequantizeRows(Value kvBegin, Value kvLen);
+
+  DecodeOp op;
+  OpBuilder &b;
+  Location loc;
+  Type f32;
+  int64_t numHeads, qkDim, vDim;
+};
+
+Value DecodeDecomposer::dequantizeRows(Value kvBegin, Value kvLen) {
+  Value kv = op.getKv();
+  int64_t rowWidth = op.getKv().getType().getDimSize(1);
+  SmallVector<OpFoldResult> offsets = {kvBegin, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+  Value rows = tensor::ExtractSliceOp::create(
+      b, loc, kv, offsets, {kvLen, b.getIndexAttr(rowWidth)}, strides);
+  Value init = tensor::EmptyOp::create(
+      b, loc, ArrayRef<OpFoldResult>{kvLen, b.getIndexAttr(qkDim)}, f32);
+  AffineMap id = b.getMultiDimIdentityMap(2);
+
+  switch (op.getKvFormat()) {
+  case KVFormat::bf16:
+    return generic(init, rows, {id, id}, {kPar, kPar},
+                   [&](OpBuilder &nb, Location nl, ValueRange args) {
+                     Value v = arith::ExtFOp::create(nb, nl, f32, args[0]);
+                     linalg::YieldOp::create(nb, nl, v);
+                   });
+  case KVFormat::fp8: {
+    Value table = buildDecodeTable(b, loc, APFloat::Float8E4M3FN(), 8);
+    Value scale = tensor::ExtractOp::create(b, loc, op.getKvScale(),
+                                            ValueRange{cIndex(0)});
+    return generic(init, rows, {id, id}, {kPar, kPar},
+                   [&](OpBuilder &nb, Location nl, ValueRange args) {
+                     Value bits = arith::BitcastOp::create(
+                         nb, nl, nb.getI8Type(), args[0]);
+                     Value idx = arith::IndexCastUIOp::create(
+                         nb, nl, nb.getIndexType(), bits);
+                     Value v = tensor::ExtractOp::create(nb, nl, table, idx);
+                     Value s = arith::MulFOp::create(nb, nl, v, scale);
+                     linalg::YieldOp::create(nb, nl, s);
+                   });
+  }
+  case KVFormat::mxfp4: {
+    Value fp4Table = buildDecodeTable(b, loc, APFloat::Float4E2M1FN(), 4);
+    Value e8m0Table = buildDecodeTable(b, loc, APFloat::Float8E8M0FNU(), 8);
+    Value scales = tensor::ExtractSliceOp::create(
+        b, loc, op.getKvScale(), offsets,
+        {kvLen, b.getIndexAttr(qkDim / 32)}, strides);
+    // Element (p, j) lives in byte j/2 of row p (low nibble for even j) and
+    // is scaled by block j/32 of the row.
+    AffineExpr p = b.getAffineDimExpr(0), j = b.getAffineDimExpr(1);
+    AffineMap byteMap = AffineMap::get(2, 0, {p, j.floorDiv(2)}, b.getContext());
+    AffineMap scaleMap =
+        AffineMap::get(2, 0, {p, j.floorDiv(32)}, b.getContext());
+    return generic(
+        init, ValueRange{rows, scales}, {byteMap, scaleMap, id}, {kPar, kPar},
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Type i8 = nb.getI8Type();
+          Value col = linalg::IndexOp::create(nb, nl, 1);
+          Value two = arith::ConstantIndexOp::create(nb, nl, 2);
+          Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
+          Value isOdd = arith::CmpIOp::create(
+              nb, nl, arith::CmpIPredicate::ne,
+              arith::RemUIOp::create(nb, nl, col, two), zero);
+          Value byte = args[0];
+          Value mask = arith::ConstantOp::create(nb, nl, nb.getI8IntegerAttr(15));
+          Value four = arith::ConstantOp::create(nb, nl, nb.getI8IntegerAttr(4));
+          Value lo = arith::AndIOp::create(nb, nl, byte, mask);
+          Value hi = arith::AndIOp::create(
+              nb, nl, arith::ShRUIOp::create(nb, nl, byte, four), mask);
+          Value nibble = arith::SelectOp::create(nb, nl, isOdd, hi, lo);
+          Value v = tensor::ExtractOp::create(
+              nb, nl, fp4Table,
+              ValueRange{arith::IndexCastUIOp::create(nb, nl, nb.getIndexType(),
+                                                      nibble)});
+          Value scaleBits = arith::BitcastOp::create(nb, nl, i8, args[1]);
+          Value s = tensor::ExtractOp::create(
+              nb, nl, e8m0Table,
+              ValueRange{arith::IndexCastUIOp::create(nb, nl, nb.getIndexType(),
+                                                      scaleBits)});
+          linalg::YieldOp::create(nb, nl,
+                                  ValueRange{arith::MulFOp::create(nb, nl, v, s)});
+        });
+  }
+  }
+  llvm_unreachable("verified kv_format");
+}
+
+SmallVector<Value> DecodeDecomposer::run() {
+  Type bf16 = b.getBF16Type();
+  bool withLse = static_cast<bool>(op.getLse());
+  Value q = op.getQ();
+  Value c0 = cIndex(0), c1 = cIndex(1);
+  double negInf = -std::numeric_limits<double>::infinity();
+  Value numTokens = tensor::DimOp::create(b, loc, q, 0);
+  OpFoldResult heads = b.getIndexAttr(numHeads);
+
+  // Tokens outside every sequence keep zeros / -inf, like empty sequences.
+  SmallVector<Value> inits = {
+      filled({numTokens, heads, b.getIndexAttr(vDim)}, bf16,
+             arith::ConstantOp::create(b, loc, b.getFloatAttr(bf16, 0.0)))};
+  if (withLse)
+    inits.push_back(filled({numTokens, heads}, f32, cF32(negInf)));
+
+  Value numSeqs = arith::SubIOp::create(
+      b, loc, tensor::DimOp::create(b, loc, op.getQoIndptr(), 0), c1);
+  double smScale = op.getEffectiveSmScale();
+
+  auto loop = scf::ForOp::create(
+      b, loc, c0, numSeqs, c1, inits,
+      [&](OpBuilder &lb, Location, Value seq, ValueRange iterArgs) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(lb.getInsertionBlock());
+        Value next = arith::AddIOp::create(b, loc, seq, c1);
+        Value qBegin = loadIndex(op.getQoIndptr(), seq);
+        Value qLen = arith::SubIOp::create(
+            b, loc, loadIndex(op.getQoIndptr(), next), qBegin);
+        Value kvBegin = loadIndex(op.getKvIndptr(), seq);
+        Value kvLen = arith::SubIOp::create(
+            b, loc, loadIndex(op.getKvIndptr(), next), kvBegin);
+
+        Value qRows = tensor::ExtractSliceOp::create(
+            b, loc, q,
+            ArrayRef<OpFoldResult>{qBegin, b.getIndexAttr(0), b.getIndexAttr(0)},
+            ArrayRef<OpFoldResult>{qLen, heads, b.getIndexAttr(qkDim)},
+            SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+        Value keys = dequantizeRows(kvBegin, kvLen);
+
+        // Scores s[t, h, p] = sum_d q[t, h, d] * k[p, d], loops (t, h, p, d).
+        Value scores = generic(
+            filled({qLen, heads, kvLen}, f32, cF32(0.0)), {qRows, keys},
+            {map(4, {0, 1, 3}), map(4, {2, 3}), map(4, {0, 1, 2})},
+            {kPar, kPar, kPar, kRed},
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              Value qv = arith::ExtFOp::create(nb, nl, f32, a[0]);
+              Value prod = arith::MulFOp::create(nb, nl, qv, a[1]);
+              linalg::YieldOp::create(
+                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], prod)});
+            });
+
+        // Scale and causal mask: token t sees p < kv_len - (q_len - 1 - t).
+        AffineMap id3 = b.getMultiDimIdentityMap(3);
+        Value visibleEnd = arith::SubIOp::create(
+            b, loc, kvLen, arith::SubIOp::create(b, loc, qLen, c1));
+        Value scale = cF32(smScale), ninf = cF32(negInf);
+        Value masked = generic(
+            scores, ValueRange{}, {id3}, {kPar, kPar, kPar},
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              Value t = linalg::IndexOp::create(nb, nl, 0);
+              Value p = linalg::IndexOp::create(nb, nl, 2);
+              Value end = arith::AddIOp::create(nb, nl, visibleEnd, t);
+              Value visible = arith::CmpIOp::create(
+                  nb, nl, arith::CmpIPredicate::slt, p, end);
+              Value s = arith::MulFOp::create(nb, nl, a[0], scale);
+              linalg::YieldOp::create(
+                  nb, nl,
+                  ValueRange{arith::SelectOp::create(nb, nl, visible, s, ninf)});
+            });
+
+        // Row max; a fully masked row has max -inf and is shifted by 0 so that
+        // exp gives 0 instead of exp(-inf - -inf) = NaN.
+        AffineMap rowMap = map(3, {0, 1});
+        Value rowMax = generic(
+            filled({qLen, heads}, f32, ninf), masked, {id3, rowMap},
+            {kPar, kPar, kRed}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+              linalg::YieldOp::create(
+                  nb, nl,
+                  ValueRange{arith::MaximumFOp::create(nb, nl, a[0], a[1])});
+            });
+        Value probs = generic(
+            masked, rowMax, {rowMap, id3}, {kPar, kPar, kPar},
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              Value isEmpty = arith::CmpFOp::create(
+                  nb, nl, arith::CmpFPredicate::OEQ, a[0], ninf);
+              Value shift = arith::SelectOp::create(
+                  nb, nl, isEmpty,
+                  arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0)),
+                  a[0]);
+              Value e = math::ExpOp::create(
+                  nb, nl, arith::SubFOp::create(nb, nl, a[1], shift));
+              linalg::YieldOp::create(nb, nl, e);
+            });
+        Value rowSum = generic(
+            filled({qLen, heads}, f32, cF32(0.0)), probs, {id3, rowMap},
+            {kPar, kPar, kRed}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+              linalg::YieldOp::create(
+                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[0], a[1])});
+            });
+
+        // o[t, h, e] = sum_p p[t, h, p] * v[p, e], v = first Dv key columns;
+        // loops (t, h, p, e) keep the innermost access contiguous.
+        Value values = tensor::ExtractSliceOp::create(
+            b, loc, keys, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+            ArrayRef<OpFoldResult>{kvLen, b.getIndexAttr(vDim)},
+            SmallVector<OpFoldResult>(2, b.getIndexAttr(1)));
+        Value acc = generic(
+            filled({qLen, heads, b.getIndexAttr(vDim)}, f32, cF32(0.0)),
+            {probs, values},
+            {map(4, {0, 1, 2}), map(4, {2, 3}), map(4, {0, 1, 3})},
+            {kPar, kPar, kRed, kPar},
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              Value prod = arith::MulFOp::create(nb, nl, a[0], a[1]);
+              linalg::YieldOp::create(
+                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], prod)});
+            });
+
+        // Normalize; a row that saw nothing has sum 0 and yields 0.
+        Value outTile = generic(
+            tensor::EmptyOp::create(
+                b, loc,
+                ArrayRef<OpFoldResult>{qLen, heads, b.getIndexAttr(vDim)}, bf16),
+            {acc, rowSum}, {id3, rowMap, id3}, {kPar, kPar, kPar},
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              Value zero =
+                  arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0));
+              Value isEmpty = arith::CmpFOp::create(
+                  nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
+              Value o = arith::SelectOp::create(
+                  nb, nl, isEmpty, zero,
+                  arith::DivFOp::create(nb, nl, a[0], a[1]));
+              linalg::YieldOp::create(
+                  nb, nl, ValueRange{arith::TruncFOp::create(nb, nl, bf16, o)});
+            });
+
+        SmallVector<Value> results;
+        results.push_back(tensor::InsertSliceOp::create(
+            b, loc, outTile, iterArgs[0],
+            ArrayRef<OpFoldResult>{qBegin, b.getIndexAttr(0), b.getIndexAttr(0)},
+            ArrayRef<OpFoldResult>{qLen, heads, b.getIndexAttr(vDim)},
+            SmallVector<OpFoldResult>(3, b.getIndexAttr(1))));
+        if (withLse) {
+          AffineMap id2 = b.getMultiDimIdentityMap(2);
+          Value lseTile = generic(
+              tensor::EmptyOp::create(b, loc,
+                                      ArrayRef<OpFoldResult>{qLen, heads}, f32),
+              {rowMax, rowSum}, {id2, id2, id2}, {kPar, kPar},
+              [&](OpBuilder &nb, Location nl, ValueRange a) {
+                Value zero =
+                    arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0));
+                Value isEmpty = arith::CmpFOp::create(
+                    nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
+                Value l = arith::AddFOp::create(
+                    nb, nl, math::LogOp::create(nb, nl, a[1]), a[0]);
+                Value minusInf = arith::ConstantOp::create(
+                    nb, nl, nb.getF32FloatAttr(negInf));
+                linalg::YieldOp::create(
+                    nb, nl,
+                    ValueRange{arith::SelectOp::create(nb, nl, isEmpty, minusInf, l)});
+              });
+          results.push_back(tensor::InsertSliceOp::create(
+              b, loc, lseTile, iterArgs[1],
+              ArrayRef<OpFoldResult>{qBegin, b.getIndexAttr(0)},
+              ArrayRef<OpFoldResult>{qLen, heads},
+              SmallVector<OpFoldResult>(2, b.getIndexAttr(1))));
+        }
+        scf::YieldOp::create(b, loc, results);
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
+struct MLADecomposePass
+    : public mla::impl::MLADecomposePassBase<MLADecomposePass> {
+  void runOnOperation() override {
+    SmallVector<DecodeOp> ops;
+    getOperation()->walk([&](DecodeOp op) { ops.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (DecodeOp op : ops) {
+      rewriter.setInsertionPoint(op);
+      SmallVector<Value> replacements = DecodeDecomposer(op, rewriter).run();
+      rewriter.replaceOp(op, replacements);
+    }
+  }
+};
+} // namespace

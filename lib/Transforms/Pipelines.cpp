@@ -1,0 +1,61 @@
+//===- Pipelines.cpp - registered mla pipelines ---------------------------===//
+//
+// The named pipelines a user types as one flag (`mla-opt --mla-decode-to-cpu`)
+// and an embedding compiler calls as a C++ function.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mla::buildDecodeToCPUPipeline(OpPassManager &pm,
+                                   const DecodeToCPUPipelineOptions &) {
+  // L0 -> upstream tensor ops.
+  pm.addPass(createMLADecomposePass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // Tensors -> buffers; the per-sequence temporaries are freed each iteration.
+  bufferization::OneShotBufferizePassOptions bufferizeOptions;
+  bufferizeOptions.bufferizeFunctionBoundaries = true;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
+  bufferization::BufferDeallocationPipelineOptions deallocOptions;
+  bufferization::buildBufferDeallocationPipeline(pm, deallocOptions);
+
+  // Buffers -> loops -> LLVM dialect. bf16 conversions are expanded to integer
+  // arithmetic (round-to-nearest-even) so no soft-float runtime is needed.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createLowerAffinePass());
+  arith::ArithExpandOpsPassOptions expandOptions;
+  expandOptions.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expandOptions));
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mla::registerMLAPassesAndPipelines() {
+  registerMLAPasses();
+  PassPipelineRegistration<DecodeToCPUPipelineOptions>(
+      "mla-decode-to-cpu",
+      "Lower mla.decode to the LLVM dialect for the host (the cpu backend)",
+      buildDecodeToCPUPipeline);
+}

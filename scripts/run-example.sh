@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The main job: parse and verify the example mla.decode, lower it for the host,
+# and run it on generated inputs, checked against the float64 reference.
+set -euo pipefail
+build=${1:-build}
+bin="$build/bin"
+
+echo "== mla-opt: parse, verify and print examples/decode_fp8.mlir"
+"$bin/mla-opt" examples/decode_fp8.mlir
+
+echo "== mla-opt --mla-decode-to-cpu: lowers to the LLVM dialect"
+"$bin/mla-opt" examples/decode_fp8.mlir --mla-decode-to-cpu | grep -c "llvm\." |
+  xargs printf '   %s LLVM dialect ops\n'
+
+echo "== mla-run: fp8 KV, a variable-length batch, 2 query tokens per sequence"
+"$bin/mla-run" --generate --format fp8 --kv-len 1000,17,1,0 --q-len 2 --heads 16 --seed 1

@@ -1,0 +1,201 @@
+//===- mla-run.cpp - generate or read inputs, run, check, time ------------===//
+//
+// The tool users reach for first: it builds a decode problem (generated like
+// the public benchmark, or read from .npy files), runs it on a backend,
+// compares the output with the independent float64 reference and reports
+// rel_err / max_abs_err; it exits non-zero when the output is out of
+// tolerance and on any bad input.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/Runtime/CpuBackend.h"
+#include "mla/Runtime/Npy.h"
+#include "mla/Runtime/Numerics.h"
+#include "mla/Runtime/Problem.h"
+#include "mla/Runtime/Reference.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+using namespace mla;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("mla-run options");
+static cl::opt<bool> generate("generate", cl::desc("Generate inputs (q, kv ~ 0.02 N(0,1))"),
+                              cl::cat(category));
+static cl::opt<std::string> inputsDir("inputs", cl::desc("Read inputs from the .npy files in DIR"),
+                                      cl::value_desc("DIR"), cl::cat(category));
+static cl::opt<int64_t> batch("batch", cl::desc("Sequences (default: one per --kv-len entry)"),
+                              cl::init(0), cl::cat(category));
+static cl::list<int64_t> kvLens("kv-len", cl::desc("KV length, or one per sequence"),
+                                cl::CommaSeparated, cl::cat(category));
+static cl::opt<int64_t> qLen("q-len", cl::desc("Query tokens per sequence (1..4)"),
+                             cl::init(1), cl::cat(category));
+static cl::opt<int64_t> heads("heads", cl::desc("Query heads H (multiple of 16, <= 128)"),
+                              cl::init(16), cl::cat(category));
+static cl::opt<int64_t> qkDim("qk-dim", cl::desc("q/k head dim Dqk (generated inputs)"),
+                              cl::init(576), cl::cat(category));
+static cl::opt<int64_t> vDim("v-dim", cl::desc("v head dim Dv"), cl::init(512),
+                             cl::cat(category));
+static cl::opt<std::string> formatOpt("format", cl::desc("KV cache format: bf16, fp8 or mxfp4"),
+                                      cl::cat(category));
+static cl::opt<uint64_t> seed("seed", cl::desc("Random seed"), cl::init(0), cl::cat(category));
+static cl::opt<double> qScale("q-scale",
+                              cl::desc("Multiply generated q; large values give sharp "
+                                       "attention (score std ~ 4e-4 * q-scale)"),
+                              cl::init(1.0), cl::cat(category));
+static cl::opt<double> smScale("sm-scale", cl::desc("Softmax scale (default 1/sqrt(Dqk))"),
+                               cl::init(0.0), cl::cat(category));
+static cl::opt<std::string> saveInputs("save-inputs", cl::desc("Write the inputs as .npy to DIR"),
+                                       cl::value_desc("DIR"), cl::cat(category));
+static cl::opt<std::string> backend("backend", cl::desc("Backend: cpu"), cl::init("cpu"),
+                                    cl::cat(category));
+static cl::opt<std::string> outPath("out", cl::desc("Write the output (float32 [T, H, Dv])"),
+                                    cl::value_desc("OUT.npy"), cl::cat(category));
+static cl::opt<std::string> lsePath("lse", cl::desc("Write the lse (float32 [T, H])"),
+                                    cl::value_desc("LSE.npy"), cl::cat(category));
+static cl::opt<int> repeat("repeat", cl::desc("Run N times and print the median time"),
+                           cl::init(1), cl::cat(category));
+static cl::opt<bool> noCheck("no-check", cl::desc("Skip the float64 reference check"),
+                             cl::cat(category));
+static cl::opt<bool> dumpIR("dump-ir", cl::desc("Print the IR after every pass of the backend"),
+                            cl::cat(category));
+
+static int fail(const llvm::Twine &msg) {
+  llvm::WithColor::error(llvm::errs(), "mla-run") << msg << "\n";
+  return 1;
+}
+
+static int fail(llvm::Error err) { return fail(llvm::toString(std::move(err))); }
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "mla-run: run mla.decode on a backend and check it "
+                              "against a float64 reference\n");
+
+  if (generate == !inputsDir.empty())
+    return fail("give exactly one of --generate and --inputs DIR");
+  std::optional<CacheFormat> format;
+  if (!formatOpt.empty()) {
+    format = parseFormat(formatOpt);
+    if (!format)
+      return fail("unknown --format '" + formatOpt + "' (bf16, fp8 or mxfp4)");
+  }
+  if (backend != "cpu")
+    return fail("unknown --backend '" + backend + "' (available: cpu)");
+  if (repeat < 1)
+    return fail("--repeat must be at least 1");
+  if (smScale < 0.0)
+    return fail("--sm-scale must be positive");
+
+  DecodeProblem problem;
+  if (generate) {
+    if (!format)
+      return fail("--generate needs --format bf16|fp8|mxfp4");
+    GenerateOptions opts;
+    opts.format = *format;
+    opts.batch = batch;
+    if (!kvLens.empty())
+      opts.kvLens.assign(kvLens.begin(), kvLens.end());
+    opts.qLen = qLen;
+    opts.numHeads = heads;
+    opts.qkDim = qkDim;
+    opts.vDim = vDim;
+    opts.seed = seed;
+    opts.qScale = qScale;
+    auto generated = generateProblem(opts);
+    if (!generated)
+      return fail(generated.takeError());
+    problem = std::move(*generated);
+  } else {
+    auto loaded = loadProblem(inputsDir, format, vDim);
+    if (!loaded)
+      return fail(loaded.takeError());
+    problem = std::move(*loaded);
+  }
+  problem.smScale = smScale;
+  if (llvm::Error err = validateProblem(problem))
+    return fail(std::move(err));
+  if (!saveInputs.empty())
+    if (llvm::Error err = saveProblem(problem, saveInputs))
+      return fail(std::move(err));
+
+  llvm::outs() << "mla-run: format=" << formatName(problem.format)
+               << " backend=" << backend << " B=" << problem.numSeqs()
+               << " T=" << problem.numTokens << " H=" << problem.numHeads
+               << " N=" << problem.numRows << " Dqk=" << problem.qkDim
+               << " Dv=" << problem.vDim << "\n";
+
+  KernelSignature sig{problem.format, problem.numHeads, problem.qkDim,
+                      problem.vDim, problem.smScale};
+  auto kernel = CpuKernel::compile(sig, dumpIR);
+  if (!kernel)
+    return fail(kernel.takeError());
+
+  std::vector<uint16_t> out;
+  std::vector<float> lse;
+  std::vector<double> times;
+  for (int i = 0; i < repeat; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    if (llvm::Error err = (*kernel)->run(problem, out, lse))
+      return fail(std::move(err));
+    times.push_back(std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - start)
+                        .count());
+  }
+  if (repeat > 1) {
+    std::sort(times.begin(), times.end());
+    llvm::outs() << llvm::format("median_time_ms=%.3f over %d runs\n",
+                                 times[times.size() / 2], (int)repeat);
+  }
+
+  if (!outPath.empty()) {
+    std::vector<float> values(out.size());
+    for (size_t i = 0; i < out.size(); ++i)
+      values[i] = bf16ToFloat(out[i]);
+    if (llvm::Error err = writeNpy(outPath, "f4",
+                                   {problem.numTokens, problem.numHeads, problem.vDim},
+                                   values.data(), values.size() * 4))
+      return fail(std::move(err));
+  }
+  if (!lsePath.empty())
+    if (llvm::Error err = writeNpy(lsePath, "f4", {problem.numTokens, problem.numHeads},
+                                   lse.data(), lse.size() * 4))
+      return fail(std::move(err));
+
+  if (noCheck)
+    return 0;
+  Tolerance tol = defaultTolerance(problem.format);
+  ReferenceResult ref = referenceDecode(problem);
+  ErrorReport report = compareWithReference(ref, out, lse, tol);
+  llvm::outs() << llvm::format("rel_err=%.3e max_abs_err=%.3e lse_max_abs_err=%.3e\n",
+                               report.relErr, report.maxAbsErr, report.lseMaxAbsErr);
+  llvm::outs() << llvm::format(
+      "tolerance: rel_err <= %.1e, |out - ref| <= %.0e + %.0e * |ref|, "
+      "|lse - ref| <= 1e-3 + 1e-4 * |ref|\n",
+      tol.maxRelErr, tol.atol, tol.rtol);
+  if (!report.passed(tol)) {
+    llvm::outs() << "FAIL: " << report.numOutOfTolerance
+                 << " output elements out of tolerance";
+    if (report.firstBadIndex >= 0) {
+      int64_t i = report.firstBadIndex, Dv = problem.vDim, H = problem.numHeads;
+      llvm::outs() << llvm::format(
+          " (first: token %lld head %lld col %lld: got %g, want %g)",
+          (long long)(i / (H * Dv)), (long long)(i / Dv % H), (long long)(i % Dv),
+          bf16ToFloat(out[i]), ref.out[i]);
+    }
+    llvm::outs() << ", " << report.numLseMismatches << " lse mismatches\n";
+    return 2;
+  }
+  llvm::outs() << "PASS\n";
+  return 0;
+}
