@@ -16,10 +16,10 @@ def MLA_Dialect : Dialect {
   let cppNamespace = "::mla";
   let summary = "DeepSeek-style Multi-head Latent Attention, decode phase";
   let description = [{
-    The `mla` dialect carries one high-level op, `mla.decode`, through the
-    pipeline that lowers it to gfx950 code objects (and to host code for the
-    reference `cpu` backend). Later levels add the split-KV ops
-    (`mla.partial_decode`, `mla.combine`) and the target/config attributes.
+    The `mla` dialect holds `mla.decode`, the op ML compilers emit for MLA
+    decode, and the ops and attributes its lowering goes through. Today
+    `mla-decompose` lowers it to upstream ops for the reference `cpu`
+    backend (`--mla-decode-to-cpu`).
   }];
   let useDefaultAttributePrinterParser = 1;
 }

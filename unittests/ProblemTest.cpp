@@ -1,0 +1,110 @@
+// Generation follows the benchmark recipe; validation names each bad input.
+#include "mla/Runtime/Numerics.h"
+#include "mla/Runtime/Problem.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace mla;
+
+namespace {
+std::string validationError(const DecodeProblem &p) {
+  llvm::Error err = validateProblem(p);
+  return err ? llvm::toString(std::move(err)) : "";
+}
+DecodeProblem small() {
+  GenerateOptions o;
+  o.format = CacheFormat::BF16;
+  o.kvLens = {5, 0, 3};
+  o.qLen = 2;
+  auto p = generateProblem(o);
+  EXPECT_TRUE(bool(p));
+  return std::move(*p);
+}
+} // namespace
+
+TEST(Generate, BuildsIndptrsFromLengths) {
+  DecodeProblem p = small();
+  EXPECT_EQ(p.qoIndptr, (std::vector<int32_t>{0, 2, 4, 6}));
+  EXPECT_EQ(p.kvIndptr, (std::vector<int32_t>{0, 5, 5, 8}));
+  EXPECT_EQ(p.numTokens, 6);
+  EXPECT_EQ(p.numRows, 8);
+  EXPECT_EQ(p.q.size(), 6u * 16 * 576);
+}
+
+TEST(Generate, Fp8ScaleIsAmaxOver448) {
+  GenerateOptions o;
+  o.format = CacheFormat::FP8;
+  o.kvLens = {64};
+  auto p = generateProblem(o);
+  ASSERT_TRUE(bool(p));
+  // Some element reaches the top code, none exceeds it.
+  double amax = 0.0;
+  for (int64_t i = 0; i < p->numRows * p->qkDim; ++i)
+    amax = std::max(amax, std::fabs(decodeE4M3(p->kv[i])));
+  EXPECT_EQ(amax, 448.0);
+}
+
+TEST(Generate, MxScalesPutEachBlockMaxInFourToEight) {
+  GenerateOptions o;
+  o.format = CacheFormat::MXFP4;
+  o.kvLens = {16};
+  auto p = generateProblem(o);
+  ASSERT_TRUE(bool(p));
+  EXPECT_EQ(p->mxScales.size(), 16u * 18);
+  for (int64_t row = 0; row < p->numRows; ++row)
+    for (int64_t blk = 0; blk < 18; ++blk) {
+      double amax = 0.0, scale = decodeE8M0(p->mxScales[row * 18 + blk]);
+      for (int i = 0; i < 32; ++i)
+        amax = std::max(amax, std::fabs(p->kvValue(row, blk * 32 + i)) / scale);
+      EXPECT_GE(amax, 3.0); // 4..8 before rounding; 3 after a round-down tie
+      EXPECT_LE(amax, 6.0);
+    }
+}
+
+TEST(Generate, IsDeterministicInTheSeed) {
+  GenerateOptions o;
+  o.kvLens = {8};
+  auto a = generateProblem(o), b = generateProblem(o);
+  o.seed = 1;
+  auto c = generateProblem(o);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(a->kv, b->kv);
+  EXPECT_NE(a->kv, c->kv);
+}
+
+TEST(Generate, RejectsMismatchedLengthList) {
+  GenerateOptions o;
+  o.batch = 4;
+  o.kvLens = {1, 2};
+  auto p = generateProblem(o);
+  ASSERT_FALSE(bool(p));
+  EXPECT_EQ(llvm::toString(p.takeError()), "--kv-len lists 2 lengths for --batch 4");
+}
+
+TEST(Validate, NamesEachBadInput) {
+  EXPECT_EQ(validationError(small()), "");
+  DecodeProblem p = small();
+  p.qoIndptr[0] = 1;
+  EXPECT_EQ(validationError(p), "qo_indptr[0] = 1, must be 0");
+  p = small();
+  p.kvIndptr[2] = 9;
+  EXPECT_EQ(validationError(p), "kv_indptr decreases at sequence 2 (9 -> 8)");
+  p = small();
+  p.kvIndptr[3] = 9;
+  EXPECT_EQ(validationError(p),
+            "kv_indptr points past the kv rows: ends at 9, kv holds N = 8 rows");
+  p = small();
+  p.qoIndptr = {0, 5, 6, 6};
+  EXPECT_EQ(validationError(p),
+            "sequence 0 has q_len = 5 query tokens; 1..4 are supported");
+  p = small();
+  p.qoIndptr.pop_back();
+  EXPECT_EQ(validationError(p), "qo_indptr has 3 entries but kv_indptr has 4: "
+                                "both must be [B+1]");
+  p = small();
+  p.numHeads = 24;
+  EXPECT_EQ(validationError(p),
+            "number of heads H = 24 must be a multiple of 16 in 16..128");
+}
