@@ -115,9 +115,23 @@ mla::generateProblem(const GenerateOptions &options) {
   else
     return error("--kv-len lists " + llvm::Twine(options.kvLens.size()) +
                  " lengths for --batch " + llvm::Twine(batch));
-  for (int64_t len : lens)
+  int64_t totalRows = 0;
+  for (int64_t len : lens) {
     if (len < 0 || len > (int64_t(1) << 24))
       return error("kv length " + llvm::Twine(len) + " outside 0..2^24");
+    totalRows += len;
+  }
+  if (batch > (int64_t(1) << 20))
+    return error("--batch " + llvm::Twine(batch) + " exceeds 2^20 sequences");
+  if (options.qLen < 0 || options.qLen > 1024)
+    return error("--q-len " + llvm::Twine(options.qLen) +
+                 " query tokens per sequence; 1..4 are supported");
+  // Refuse what would not fit in memory (or in the int32 indptrs) up front
+  // rather than dying in an allocation.
+  if (totalRows * std::max<int64_t>(options.qkDim, 1) > (int64_t(1) << 33))
+    return error("the generated cache would hold " + llvm::Twine(totalRows) +
+                 " rows of " + llvm::Twine(options.qkDim) +
+                 " elements: more than 2^33 elements");
 
   DecodeProblem p;
   p.format = options.format;
