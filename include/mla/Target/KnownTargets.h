@@ -1,0 +1,54 @@
+//===- KnownTargets.h - the one table of chip facts -------------*- C++ -*-===//
+//
+// Everything the compiler and the runtime know about a chip lives in this
+// table: passes, the split planner and tests read it, none repeats it.
+// Architecture facts (wave size, LDS, registers, matrix instructions) and SKU
+// facts (CU count, bandwidth) are kept apart so that a second SKU of an
+// architecture adds one row.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_TARGET_KNOWNTARGETS_H
+#define MLA_TARGET_KNOWNTARGETS_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace mla {
+
+/// A matrix instruction: D[M x N] += A[M x K] * B[K x N] per wave.
+struct MatrixInstruction {
+  llvm::StringRef name; // as the ISA spells it
+  int m, n, k;
+  llvm::StringRef aType, bType; // "fp8", "fp4", "bf16" (f8f6f4 forms take both fp8 and fp4)
+  bool blockScaled;              // takes E8M0 scales per 32 K-elements
+};
+
+struct ArchInfo {
+  llvm::StringRef arch; // "gfx950", "host"
+  int waveSize;
+  int64_t ldsBytesPerCU;
+  int vectorRegistersPerLane; // VGPR + AGPR
+  /// In preference order: the first that fits the data types is used.
+  llvm::ArrayRef<MatrixInstruction> matrixInstructions;
+};
+
+struct TargetInfo {
+  llvm::StringRef name; // the name users type: "gfx950", "mi355x", "host"
+  const ArchInfo *arch;
+  int computeUnits;
+  int xcds;                // chiplets the CUs are spread over
+  double hbmBytesPerSecond; // 0 where not meaningful
+};
+
+/// Looks a target up by name ("gfx950" and "mi355x" are the same chip);
+/// returns null for an unknown name.
+const TargetInfo *lookupTarget(llvm::StringRef name);
+/// Every known target name, for diagnostics and --help.
+llvm::ArrayRef<TargetInfo> knownTargets();
+
+} // namespace mla
+
+#endif // MLA_TARGET_KNOWNTARGETS_H

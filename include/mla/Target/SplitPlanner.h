@@ -1,0 +1,67 @@
+//===- SplitPlanner.h - balanced split-KV work lists ------------*- C++ -*-===//
+//
+// Flash-decoding splits each sequence's KV range into work items, one per
+// workgroup, whose partial outputs a combine step merges. The planner decides
+// the items from the target and the per-sequence lengths; it runs at compile
+// time for static shapes and in the runtime for every batch. The policy and
+// its cost model are described in docs/split-planning.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_TARGET_SPLITPLANNER_H
+#define MLA_TARGET_SPLITPLANNER_H
+
+#include "mla/Target/KnownTargets.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace mla {
+
+/// One workgroup's share: cache positions [kvBegin, kvEnd) of sequence `seq`
+/// (relative to the sequence's first row), written to partial slot
+/// `partialSlot`. kvBegin == kvEnd is an empty item (lse = -inf).
+struct WorkItem {
+  int32_t seq;
+  int32_t kvBegin;
+  int32_t kvEnd;
+  int32_t partialSlot;
+};
+
+struct WorkList {
+  std::vector<WorkItem> items;
+  /// The items (= partial slots) of sequence b are
+  /// [seqItemIndptr[b], seqItemIndptr[b+1]); a sequence with one item can be
+  /// written directly, without a combine.
+  std::vector<int32_t> seqItemIndptr;
+
+  int64_t numItems() const { return items.size(); }
+  int64_t numItemsOf(int64_t seq) const {
+    return seqItemIndptr[seq + 1] - seqItemIndptr[seq];
+  }
+};
+
+struct SplitOptions {
+  /// > 0: exactly this many items per sequence (uniform split, ceil division,
+  /// clamped; items past the end are empty). 0: the balanced policy.
+  int64_t forcedSplits = 0;
+  /// Item boundaries fall on multiples of the KV tile (except the ends).
+  int64_t kvTile = 64;
+  /// Smallest item the balanced policy makes, in tiles: below this the
+  /// per-item prologue and the combine cost more than the parallelism gains.
+  int64_t minTilesPerItem = 2;
+  /// Upper bound on the items of one sequence (the combine's fan-in).
+  int64_t maxSplitsPerSeq = 64;
+};
+
+/// Plans the work list; errors on invalid options or lengths.
+llvm::Expected<WorkList> planSplits(const TargetInfo &target,
+                                    llvm::ArrayRef<int64_t> kvLens,
+                                    const SplitOptions &options = {});
+
+} // namespace mla
+
+#endif // MLA_TARGET_SPLITPLANNER_H

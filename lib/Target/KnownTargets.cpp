@@ -1,0 +1,43 @@
+//===- KnownTargets.cpp - the one table of chip facts ---------------------===//
+
+#include "mla/Target/KnownTargets.h"
+
+using namespace mla;
+
+namespace {
+// CDNA4 matrix instructions the kernels can use, in preference order: the
+// 16x16x128 f8f6f4 forms first (smallest register footprint per K step for
+// 16-row head groups), then the 32x32 forms, then bf16.
+const MatrixInstruction gfx950Matrix[] = {
+    {"v_mfma_scale_f32_16x16x128_f8f6f4", 16, 16, 128, "fp8", "fp4", true},
+    {"v_mfma_f32_16x16x128_f8f6f4", 16, 16, 128, "fp8", "fp8", false},
+    {"v_mfma_scale_f32_32x32x64_f8f6f4", 32, 32, 64, "fp8", "fp4", true},
+    {"v_mfma_f32_32x32x64_f8f6f4", 32, 32, 64, "fp8", "fp8", false},
+    {"v_mfma_f32_16x16x32_bf16", 16, 16, 32, "bf16", "bf16", false},
+    {"v_mfma_f32_32x32x16_bf16", 32, 32, 16, "bf16", "bf16", false},
+};
+
+const ArchInfo gfx950 = {"gfx950", /*waveSize=*/64,
+                         /*ldsBytesPerCU=*/160 * 1024,
+                         /*vectorRegistersPerLane=*/512, gfx950Matrix};
+// The host runs workgroups one after another: one "CU", no workgroup memory
+// limit worth modelling, no matrix instructions.
+const ArchInfo host = {"host", /*waveSize=*/1, /*ldsBytesPerCU=*/0,
+                       /*vectorRegistersPerLane=*/0, {}};
+
+const TargetInfo targets[] = {
+    // MI355X: 256 CUs in 8 XCDs, 8 TB/s HBM3E.
+    {"gfx950", &gfx950, 256, 8, 8.0e12},
+    {"mi355x", &gfx950, 256, 8, 8.0e12},
+    {"host", &host, 1, 1, 0.0},
+};
+} // namespace
+
+const TargetInfo *mla::lookupTarget(llvm::StringRef name) {
+  for (const TargetInfo &t : targets)
+    if (t.name == name)
+      return &t;
+  return nullptr;
+}
+
+llvm::ArrayRef<TargetInfo> mla::knownTargets() { return targets; }

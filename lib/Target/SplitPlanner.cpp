@@ -1,0 +1,83 @@
+//===- SplitPlanner.cpp - balanced split-KV work lists --------------------===//
+//
+// Balanced policy: all sequences are cut into items of (about) one common
+// chunk size, chosen so that the total work spreads over every CU:
+//
+//   chunk = max(roundUp(ceil(total_tokens / CUs), tile), minTilesPerItem * tile)
+//   items(b) = clamp(ceil(len_b / chunk), 1, maxSplitsPerSeq)
+//
+// A long sequence therefore gets many items and a short one a single item
+// (which can be written without a combine): on {8192, 16, 16, 16} only the
+// first is split. A sequence's items are of equal size up to one tile.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/Target/SplitPlanner.h"
+
+#include <algorithm>
+
+using namespace mla;
+
+namespace {
+llvm::Error error(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+} // namespace
+
+llvm::Expected<WorkList> mla::planSplits(const TargetInfo &target,
+                                         llvm::ArrayRef<int64_t> kvLens,
+                                         const SplitOptions &options) {
+  if (options.kvTile <= 0 || (options.kvTile & (options.kvTile - 1)) != 0)
+    return error("kv tile " + llvm::Twine(options.kvTile) +
+                 " must be a positive power of two");
+  if (options.forcedSplits < 0)
+    return error("splits must be positive, got " +
+                 llvm::Twine(options.forcedSplits));
+  if (options.minTilesPerItem <= 0 || options.maxSplitsPerSeq <= 0)
+    return error("minTilesPerItem and maxSplitsPerSeq must be positive");
+  int64_t total = 0;
+  for (int64_t len : kvLens) {
+    if (len < 0 || len > INT32_MAX)
+      return error("kv length " + llvm::Twine(len) + " outside 0..2^31-1");
+    total += len;
+  }
+
+  const int64_t tile = options.kvTile;
+  int64_t chunk = 0;
+  if (options.forcedSplits == 0) {
+    int64_t perCU = ceilDiv(std::max<int64_t>(total, 1), target.computeUnits);
+    chunk = std::max(roundUp(perCU, tile), options.minTilesPerItem * tile);
+  }
+
+  WorkList list;
+  list.seqItemIndptr.push_back(0);
+  for (size_t seq = 0; seq < kvLens.size(); ++seq) {
+    int64_t len = kvLens[seq];
+    int64_t splits;
+    int64_t itemSize;
+    if (options.forcedSplits > 0) {
+      // Uniform: ceil division, so the last items may be short or empty.
+      splits = options.forcedSplits;
+      itemSize = std::max<int64_t>(ceilDiv(len, splits), 1);
+    } else {
+      splits = std::clamp<int64_t>(ceilDiv(len, chunk), 1,
+                                   options.maxSplitsPerSeq);
+      // Equal items, boundaries on tiles; clamping keeps them inside.
+      itemSize = roundUp(std::max<int64_t>(ceilDiv(len, splits), 1), tile);
+      // Rounding up to tiles can leave trailing items empty: drop them.
+      splits = std::max<int64_t>(ceilDiv(len, itemSize), 1);
+    }
+    for (int64_t i = 0; i < splits; ++i) {
+      int64_t begin = std::min(i * itemSize, len);
+      int64_t end = std::min((i + 1) * itemSize, len);
+      int32_t slot = static_cast<int32_t>(list.items.size());
+      list.items.push_back({static_cast<int32_t>(seq),
+                            static_cast<int32_t>(begin),
+                            static_cast<int32_t>(end), slot});
+    }
+    list.seqItemIndptr.push_back(static_cast<int32_t>(list.items.size()));
+  }
+  return list;
+}

@@ -1,0 +1,135 @@
+// The split planner: it fills the chip, splits long sequences more than short
+// ones, covers every position exactly once, and honours forced splits.
+#include "mla/Target/SplitPlanner.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace mla;
+
+namespace {
+const TargetInfo &gfx950() { return *lookupTarget("gfx950"); }
+
+WorkList plan(std::vector<int64_t> lens, SplitOptions options = {}) {
+  auto list = planSplits(gfx950(), lens, options);
+  EXPECT_TRUE(bool(list)) << llvm::toString(list.takeError());
+  return std::move(*list);
+}
+
+/// Items of each sequence tile [0, len) in order, slots are 0..n-1.
+void expectCovers(const WorkList &list, const std::vector<int64_t> &lens) {
+  ASSERT_EQ(list.seqItemIndptr.size(), lens.size() + 1);
+  for (size_t i = 0; i < list.items.size(); ++i)
+    EXPECT_EQ(list.items[i].partialSlot, (int32_t)i);
+  for (size_t b = 0; b < lens.size(); ++b) {
+    int64_t next = 0;
+    for (int32_t i = list.seqItemIndptr[b]; i < list.seqItemIndptr[b + 1]; ++i) {
+      const WorkItem &item = list.items[i];
+      EXPECT_EQ(item.seq, (int32_t)b);
+      EXPECT_EQ(item.kvBegin, next);
+      EXPECT_LE(item.kvBegin, item.kvEnd);
+      next = item.kvEnd;
+    }
+    EXPECT_EQ(next, lens[b]);
+  }
+}
+} // namespace
+
+TEST(KnownTargets, Gfx950Facts) {
+  const TargetInfo *t = lookupTarget("gfx950");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t, &*lookupTarget("gfx950"));
+  EXPECT_EQ(lookupTarget("mi355x")->arch, t->arch);
+  EXPECT_EQ(t->computeUnits, 256);
+  EXPECT_EQ(t->xcds, 8);
+  EXPECT_EQ(t->arch->waveSize, 64);
+  EXPECT_EQ(t->arch->ldsBytesPerCU, 160 * 1024);
+  EXPECT_EQ(t->arch->vectorRegistersPerLane, 512);
+  EXPECT_EQ(t->arch->matrixInstructions.front().name,
+            "v_mfma_scale_f32_16x16x128_f8f6f4");
+  EXPECT_EQ(lookupTarget("host")->computeUnits, 1);
+  EXPECT_EQ(lookupTarget("gfx942"), nullptr);
+}
+
+TEST(SplitPlanner, FewLongSequencesFillTheChip) {
+  WorkList list = plan({8192, 8192, 8192, 8192});
+  // chunk = max(32768 / 256, 2 tiles of 64) = 128 tokens: 64 items each.
+  EXPECT_EQ(list.numItems(), 256);
+  expectCovers(list, {8192, 8192, 8192, 8192});
+}
+
+TEST(SplitPlanner, ManySequencesGetAboutOneItemEach) {
+  std::vector<int64_t> lens(256, 8192);
+  WorkList list = plan(lens);
+  EXPECT_EQ(list.numItems(), 256);
+  expectCovers(list, lens);
+}
+
+TEST(SplitPlanner, OnlyTheLongSequenceIsSplit) {
+  WorkList list = plan({8192, 16, 16, 16});
+  // chunk = 128 (the two-tile floor): 8192 / 128 = 64 items.
+  EXPECT_EQ(list.numItemsOf(0), 64);
+  for (int b = 1; b < 4; ++b)
+    EXPECT_EQ(list.numItemsOf(b), 1);
+  expectCovers(list, {8192, 16, 16, 16});
+}
+
+TEST(SplitPlanner, EmptySequencesGetOneEmptyItem) {
+  WorkList list = plan({0, 5, 0});
+  EXPECT_EQ(list.numItems(), 3);
+  EXPECT_EQ(list.items[0].kvBegin, list.items[0].kvEnd);
+  expectCovers(list, {0, 5, 0});
+}
+
+TEST(SplitPlanner, BalancedItemsAreNonEmptyAndTileAligned) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<int64_t> lens(1 + rng() % 64);
+    for (int64_t &len : lens)
+      len = rng() % 3 == 0 ? rng() % 20 : rng() % 40000;
+    SplitOptions options;
+    options.kvTile = 16 << (rng() % 3);
+    WorkList list = plan(lens, options);
+    expectCovers(list, lens);
+    for (const WorkItem &item : list.items) {
+      if (lens[item.seq] > 0) {
+        EXPECT_LT(item.kvBegin, item.kvEnd);
+      }
+      EXPECT_EQ(item.kvBegin % options.kvTile, 0);
+    }
+    for (size_t b = 0; b < lens.size(); ++b)
+      EXPECT_LE(list.numItemsOf(b), options.maxSplitsPerSeq);
+  }
+}
+
+TEST(SplitPlanner, ForcedSplitsUseCeilDivisionAndClamp) {
+  SplitOptions options;
+  options.forcedSplits = 7;
+  // 10 positions in 7 items of ceil(10/7) = 2: five full items, two empty.
+  WorkList list = plan({10, 1, 0}, options);
+  EXPECT_EQ(list.numItems(), 21);
+  expectCovers(list, {10, 1, 0});
+  EXPECT_EQ(list.items[4].kvEnd, 10);
+  EXPECT_EQ(list.items[5].kvBegin, list.items[5].kvEnd);
+  EXPECT_EQ(list.items[7].kvEnd, 1);
+  EXPECT_EQ(list.items[8].kvBegin, 1);
+  EXPECT_EQ(list.items[8].kvEnd, 1);
+}
+
+TEST(SplitPlanner, RejectsBadOptions) {
+  SplitOptions options;
+  options.kvTile = 48;
+  auto list = planSplits(gfx950(), {16}, options);
+  ASSERT_FALSE(bool(list));
+  EXPECT_EQ(llvm::toString(list.takeError()),
+            "kv tile 48 must be a positive power of two");
+  options.kvTile = 64;
+  options.forcedSplits = -1;
+  list = planSplits(gfx950(), {16}, options);
+  ASSERT_FALSE(bool(list));
+  llvm::consumeError(list.takeError());
+  list = planSplits(gfx950(), {-3});
+  ASSERT_FALSE(bool(list));
+  llvm::consumeError(list.takeError());
+}
