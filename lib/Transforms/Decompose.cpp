@@ -269,11 +269,17 @@ SmallVector<Value> DecodeDecomposer::run() {
                   nb, nl, arith::SubFOp::create(nb, nl, a[1], shift));
               linalg::YieldOp::create(nb, nl, e);
             });
+        // The row sum accumulates in f64: over tens of thousands of positions
+        // an f32 running sum drifts by ~1e-4 in the lse.
+        Type f64 = b.getF64Type();
         Value rowSum = generic(
-            filled({qLen, heads}, f32, cF32(0.0)), probs, {id3, rowMap},
-            {kPar, kPar, kRed}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+            filled({qLen, heads}, f64,
+                   arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0.0))),
+            probs, {id3, rowMap}, {kPar, kPar, kRed},
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              Value p64 = arith::ExtFOp::create(nb, nl, f64, a[0]);
               linalg::YieldOp::create(
-                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[0], a[1])});
+                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, p64, a[1])});
             });
 
         // o[t, h, e] = sum_p p[t, h, p] * v[p, e], v = first Dv key columns;
@@ -302,11 +308,12 @@ SmallVector<Value> DecodeDecomposer::run() {
             [&](OpBuilder &nb, Location nl, ValueRange a) {
               Value zero =
                   arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0));
+              Value sum = arith::TruncFOp::create(nb, nl, f32, a[1]);
               Value isEmpty = arith::CmpFOp::create(
-                  nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
+                  nb, nl, arith::CmpFPredicate::OEQ, sum, zero);
               Value o = arith::SelectOp::create(
                   nb, nl, isEmpty, zero,
-                  arith::DivFOp::create(nb, nl, a[0], a[1]));
+                  arith::DivFOp::create(nb, nl, a[0], sum));
               linalg::YieldOp::create(
                   nb, nl, ValueRange{arith::TruncFOp::create(nb, nl, bf16, o)});
             });
@@ -325,11 +332,13 @@ SmallVector<Value> DecodeDecomposer::run() {
               {rowMax, rowSum}, {id2, id2, id2}, {kPar, kPar},
               [&](OpBuilder &nb, Location nl, ValueRange a) {
                 Value zero =
-                    arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0));
+                    arith::ConstantOp::create(nb, nl, nb.getF64FloatAttr(0.0));
                 Value isEmpty = arith::CmpFOp::create(
                     nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
-                Value l = arith::AddFOp::create(
-                    nb, nl, math::LogOp::create(nb, nl, a[1]), a[0]);
+                Value l64 = arith::AddFOp::create(
+                    nb, nl, math::LogOp::create(nb, nl, a[1]),
+                    arith::ExtFOp::create(nb, nl, f64, a[0]));
+                Value l = arith::TruncFOp::create(nb, nl, f32, l64);
                 Value minusInf = arith::ConstantOp::create(
                     nb, nl, nb.getF32FloatAttr(negInf));
                 linalg::YieldOp::create(

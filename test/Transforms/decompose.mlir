@@ -29,6 +29,8 @@
 // Empty rows are shifted by 0, never by -inf.
 // CHECK:   arith.cmpf oeq
 // CHECK:   math.exp
+// The row sum accumulates in f64.
+// CHECK:   arith.extf %{{.+}} : f32 to f64
 // P·V over the first 512 columns of the dequantized rows.
 // CHECK:   %[[V:.+]] = tensor.extract_slice %[[K]][0, 0] [%[[KVLEN]], 512] [1, 1]
 // CHECK:   iterator_types = ["parallel", "parallel", "reduction", "parallel"]} ins(%{{.+}}, %[[V]] :
