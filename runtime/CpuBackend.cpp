@@ -3,6 +3,7 @@
 #include "mla/Runtime/CpuBackend.h"
 
 #include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/Target/SplitPlanner.h"
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -52,6 +53,50 @@ template <int Rank> struct Descriptor {
   int64_t sizes[Rank];
   int64_t strides[Rank];
 };
+
+/// What `mla.plan_splits` calls on the host (see kPlanSplitsFunctionName):
+/// the runtime's planner on the kv lengths, written into the caller's
+/// buffers. Returns the number of work items, or 0 (outputs stay zero) when
+/// the lengths cannot be planned — mla-run validates them before a call.
+int64_t planSplitsForHost(StridedMemRefType<int32_t, 1> *kvIndptr,
+                          StridedMemRefType<int32_t, 2> *workItems,
+                          StridedMemRefType<int32_t, 1> *itemIndptr,
+                          int64_t computeUnits, int64_t kvTile,
+                          int64_t uniformSplits) {
+  int64_t numSeqs = kvIndptr->sizes[0] - 1;
+  auto indptr = [&](int64_t i) {
+    return kvIndptr->data[kvIndptr->offset + i * kvIndptr->strides[0]];
+  };
+  std::vector<int64_t> lens;
+  for (int64_t b = 0; b < numSeqs; ++b)
+    lens.push_back((int64_t)indptr(b + 1) - indptr(b));
+  SplitOptions options;
+  options.kvTile = kvTile;
+  options.forcedSplits = uniformSplits;
+  auto list = planSplits(computeUnits, lens, options);
+  if (!list) {
+    llvm::errs() << "mla_plan_splits: " << llvm::toString(list.takeError())
+                 << "\n";
+    return 0;
+  }
+  if (list->numItems() > workItems->sizes[0]) {
+    llvm::errs() << "mla_plan_splits: " << list->numItems()
+                 << " work items exceed the buffer of " << workItems->sizes[0]
+                 << "\n";
+    return 0;
+  }
+  for (int64_t i = 0; i < list->numItems(); ++i) {
+    const WorkItem &item = list->items[i];
+    int32_t fields[4] = {item.seq, item.kvBegin, item.kvEnd, item.partialSlot};
+    for (int f = 0; f < 4; ++f)
+      workItems->data[workItems->offset + i * workItems->strides[0] +
+                      f * workItems->strides[1]] = fields[f];
+  }
+  for (int64_t b = 0; b <= numSeqs; ++b)
+    itemIndptr->data[itemIndptr->offset + b * itemIndptr->strides[0]] =
+        list->seqItemIndptr[b];
+  return list->numItems();
+}
 
 template <int Rank>
 Descriptor<Rank> describe(const void *data, std::array<int64_t, Rank> shape) {
@@ -150,6 +195,7 @@ CpuKernel::compile(const KernelSignature &sig, bool dumpIR) {
                   mlir::func::FuncDialect, mlir::memref::MemRefDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  registerBufferizationInterfaces(registry);
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
   ctx.appendDialectRegistry(registry);
@@ -158,22 +204,32 @@ CpuKernel::compile(const KernelSignature &sig, bool dumpIR) {
   std::string diagnostics;
   llvm::raw_string_ostream diagStream(diagnostics);
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &diag) {
-    diagStream << diag.getLocation() << ": " << diag << "\n";
+    // The host module is generated here, so its locations mean nothing to
+    // the user: report the message alone.
+    diagStream << (diagnostics.empty() ? "" : "; ") << diag;
   });
   std::string source = buildHostModuleSource(sig);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(source, &ctx, "mla_decode_host");
   if (!module)
-    return error("cpu backend: the host module does not parse:\n" + diagnostics);
+    return error("cpu backend: the host module does not parse: " + diagnostics);
 
   mlir::PassManager pm(&ctx);
   if (dumpIR) {
     ctx.disableMultithreading();
     pm.enableIRPrinting();
   }
-  buildDecodeToCPUPipeline(pm, DecodeToCPUPipelineOptions());
+  if (sig.pipeline == HostPipeline::Split) {
+    DecodeSplitToCPUPipelineOptions options;
+    options.target = sig.target;
+    options.kvTile = sig.kvTile;
+    options.splits = sig.splits;
+    buildDecodeSplitToCPUPipeline(pm, options);
+  } else {
+    buildDecodeToCPUPipeline(pm, DecodeToCPUPipelineOptions());
+  }
   if (mlir::failed(pm.run(*module)))
-    return error("cpu backend: lowering failed:\n" + diagnostics);
+    return error("cpu backend: " + diagnostics);
 
   mlir::ExecutionEngineOptions options;
   options.transformer = mlir::makeOptimizingTransformer(
@@ -182,11 +238,15 @@ CpuKernel::compile(const KernelSignature &sig, bool dumpIR) {
   if (!engine)
     return error("cpu backend: JIT compilation failed: " +
                  llvm::toString(engine.takeError()));
-  // Copies between strided memrefs lower to a call of the C runner utils.
+  // Copies between strided memrefs lower to a call of the C runner utils;
+  // mla.plan_splits to a call of the runtime planner.
   (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
     symbols[interner("memrefCopy")] = {llvm::orc::ExecutorAddr::fromPtr(&memrefCopy),
                                        llvm::JITSymbolFlags::Exported};
+    symbols[interner(("_mlir_ciface_" + kPlanSplitsFunctionName).str())] = {
+        llvm::orc::ExecutorAddr::fromPtr(&planSplitsForHost),
+        llvm::JITSymbolFlags::Exported};
     return symbols;
   });
   kernel->impl->engine = std::move(*engine);

@@ -13,15 +13,17 @@ std::string validationError(const DecodeProblem &p) {
   llvm::Error err = validateProblem(p);
   return err ? llvm::toString(std::move(err)) : "";
 }
-DecodeProblem small() {
+DecodeProblem generated(CacheFormat format, std::vector<int64_t> lens,
+                        int64_t qLen = 1) {
   GenerateOptions o;
-  o.format = CacheFormat::BF16;
-  o.kvLens = {5, 0, 3};
-  o.qLen = 2;
+  o.format = format;
+  o.kvLens = std::move(lens);
+  o.qLen = qLen;
   auto p = generateProblem(o);
-  EXPECT_TRUE(bool(p));
+  EXPECT_TRUE(bool(p)) << llvm::toString(p.takeError());
   return std::move(*p);
 }
+DecodeProblem small() { return generated(CacheFormat::BF16, {5, 0, 3}, 2); }
 } // namespace
 
 TEST(Generate, BuildsIndptrsFromLengths) {
@@ -34,30 +36,22 @@ TEST(Generate, BuildsIndptrsFromLengths) {
 }
 
 TEST(Generate, Fp8ScaleIsAmaxOver448) {
-  GenerateOptions o;
-  o.format = CacheFormat::FP8;
-  o.kvLens = {64};
-  auto p = generateProblem(o);
-  ASSERT_TRUE(bool(p));
+  DecodeProblem p = generated(CacheFormat::FP8, {64});
   // Some element reaches the top code, none exceeds it.
   double amax = 0.0;
-  for (int64_t i = 0; i < p->numRows * p->qkDim; ++i)
-    amax = std::max(amax, std::fabs(decodeE4M3(p->kv[i])));
+  for (int64_t i = 0; i < p.numRows * p.qkDim; ++i)
+    amax = std::max(amax, std::fabs(decodeE4M3(p.kv[i])));
   EXPECT_EQ(amax, 448.0);
 }
 
 TEST(Generate, MxScalesPutEachBlockMaxInFourToEight) {
-  GenerateOptions o;
-  o.format = CacheFormat::MXFP4;
-  o.kvLens = {16};
-  auto p = generateProblem(o);
-  ASSERT_TRUE(bool(p));
-  EXPECT_EQ(p->mxScales.size(), 16u * 18);
-  for (int64_t row = 0; row < p->numRows; ++row)
+  DecodeProblem p = generated(CacheFormat::MXFP4, {16});
+  EXPECT_EQ(p.mxScales.size(), 16u * 18);
+  for (int64_t row = 0; row < p.numRows; ++row)
     for (int64_t blk = 0; blk < 18; ++blk) {
-      double amax = 0.0, scale = decodeE8M0(p->mxScales[row * 18 + blk]);
+      double amax = 0.0, scale = decodeE8M0(p.mxScales[row * 18 + blk]);
       for (int i = 0; i < 32; ++i)
-        amax = std::max(amax, std::fabs(p->kvValue(row, blk * 32 + i)) / scale);
+        amax = std::max(amax, std::fabs(p.kvValue(row, blk * 32 + i)) / scale);
       EXPECT_GE(amax, 3.0); // 4..8 before rounding; 3 after a round-down tie
       EXPECT_LE(amax, 6.0);
     }

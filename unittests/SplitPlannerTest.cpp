@@ -1,5 +1,6 @@
 // The split planner: it fills the chip, splits long sequences more than short
 // ones, covers every position exactly once, and honours forced splits.
+#include "mla/Target/KnownTargets.h"
 #include "mla/Target/SplitPlanner.h"
 
 #include <gtest/gtest.h>
@@ -12,7 +13,7 @@ namespace {
 const TargetInfo &gfx950() { return *lookupTarget("gfx950"); }
 
 WorkList plan(std::vector<int64_t> lens, SplitOptions options = {}) {
-  auto list = planSplits(gfx950(), lens, options);
+  auto list = planSplits(gfx950().computeUnits, lens, options);
   EXPECT_TRUE(bool(list)) << llvm::toString(list.takeError());
   return std::move(*list);
 }
@@ -120,16 +121,16 @@ TEST(SplitPlanner, ForcedSplitsUseCeilDivisionAndClamp) {
 TEST(SplitPlanner, RejectsBadOptions) {
   SplitOptions options;
   options.kvTile = 48;
-  auto list = planSplits(gfx950(), {16}, options);
+  auto list = planSplits(gfx950().computeUnits, {16}, options);
   ASSERT_FALSE(bool(list));
   EXPECT_EQ(llvm::toString(list.takeError()),
             "kv tile 48 must be a positive power of two");
   options.kvTile = 64;
   options.forcedSplits = -1;
-  list = planSplits(gfx950(), {16}, options);
+  list = planSplits(gfx950().computeUnits, {16}, options);
   ASSERT_FALSE(bool(list));
   llvm::consumeError(list.takeError());
-  list = planSplits(gfx950(), {-3});
+  list = planSplits(gfx950().computeUnits, {-3});
   ASSERT_FALSE(bool(list));
   llvm::consumeError(list.takeError());
 }

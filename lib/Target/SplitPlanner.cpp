@@ -26,9 +26,12 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 } // namespace
 
-llvm::Expected<WorkList> mla::planSplits(const TargetInfo &target,
+llvm::Expected<WorkList> mla::planSplits(int64_t computeUnits,
                                          llvm::ArrayRef<int64_t> kvLens,
                                          const SplitOptions &options) {
+  if (computeUnits <= 0)
+    return error("compute unit count must be positive, got " +
+                 llvm::Twine(computeUnits));
   if (options.kvTile <= 0 || (options.kvTile & (options.kvTile - 1)) != 0)
     return error("kv tile " + llvm::Twine(options.kvTile) +
                  " must be a positive power of two");
@@ -47,7 +50,7 @@ llvm::Expected<WorkList> mla::planSplits(const TargetInfo &target,
   const int64_t tile = options.kvTile;
   int64_t chunk = 0;
   if (options.forcedSplits == 0) {
-    int64_t perCU = ceilDiv(std::max<int64_t>(total, 1), target.computeUnits);
+    int64_t perCU = ceilDiv(std::max<int64_t>(total, 1), computeUnits);
     chunk = std::max(roundUp(perCU, tile), options.minTilesPerItem * tile);
   }
 

@@ -11,13 +11,15 @@
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Transforms/Passes.h"
 
+#include "KVDecoding.h"
+#include "LoweringBuilder.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
-#include "llvm/ADT/APFloat.h"
 
 #include <limits>
 
@@ -30,149 +32,53 @@ using namespace mlir;
 using namespace mla;
 
 namespace {
-using utils::IteratorType;
-constexpr IteratorType kPar = IteratorType::parallel;
-constexpr IteratorType kRed = IteratorType::reduction;
-
-/// A table of the f32 values of every code of a small float format, built
-/// with APFloat so that decoding is exact (NaN codes decode to NaN).
-Value buildDecodeTable(OpBuilder &b, Location loc,
-                       const llvm::fltSemantics &sem, unsigned bits) {
-  SmallVector<float> values;
-  for (unsigned code = 0; code < (1u << bits); ++code) {
-    APFloat v(sem, APInt(bits, code));
-    bool losesInfo = false;
-    v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &losesInfo);
-    values.push_back(v.convertToFloat());
-  }
-  auto type = RankedTensorType::get({(int64_t)values.size()}, b.getF32Type());
-  return arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(type, ArrayRef<float>(values)));
-}
-
 /// Emits the op-by-op decomposition of one mla.decode.
-class DecodeDecomposer {
+class DecodeDecomposer : public LoweringBuilder {
 public:
   DecodeDecomposer(DecodeOp op, OpBuilder &b)
-      : op(op), b(b), loc(op.getLoc()), f32(b.getF32Type()),
-        numHeads(op.getNumHeads()), qkDim(op.getQKHeadDim()),
-        vDim(op.getVHeadDim()) {}
+      : LoweringBuilder(b, op.getLoc()), op(op), numHeads(op.getNumHeads()),
+        qkDim(op.getQKHeadDim()), vDim(op.getVHeadDim()) {}
 
   /// Returns the replacement values for the op's results.
   SmallVector<Value> run();
 
 private:
-  Value cIndex(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value cF32(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value filled(ArrayRef<OpFoldResult> shape, Type elem, Value value) {
-    Value empty = tensor::EmptyOp::create(b, loc, shape, elem);
-    return linalg::FillOp::create(b, loc, value, empty).getResult(0);
-  }
-  AffineMap map(unsigned numDims, ArrayRef<unsigned> dims) {
-    return AffineMap::getMultiDimMapWithTargets(numDims, dims,
-                                                b.getContext());
-  }
-  Value generic(Value init, ValueRange inputs, ArrayRef<AffineMap> maps,
-                ArrayRef<IteratorType> iters,
-                function_ref<void(OpBuilder &, Location, ValueRange)> body) {
-    return linalg::GenericOp::create(b, loc, init.getType(), inputs, init, maps,
-                                     iters, body)
-        .getResult(0);
-  }
-  Value loadIndex(Value indptr, Value i) {
-    Value v = tensor::ExtractOp::create(b, loc, indptr, i);
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
-  }
-
   /// Dequantizes `kvLen` cache rows starting at `kvBegin` to f32 [kvLen, Dqk].
   Value dequantizeRows(Value kvBegin, Value kvLen);
 
   DecodeOp op;
-  OpBuilder &b;
-  Location loc;
-  Type f32;
   int64_t numHeads, qkDim, vDim;
 };
 
 Value DecodeDecomposer::dequantizeRows(Value kvBegin, Value kvLen) {
-  Value kv = op.getKv();
   int64_t rowWidth = op.getKv().getType().getDimSize(1);
   SmallVector<OpFoldResult> offsets = {kvBegin, b.getIndexAttr(0)};
   SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
   Value rows = tensor::ExtractSliceOp::create(
-      b, loc, kv, offsets, {kvLen, b.getIndexAttr(rowWidth)}, strides);
+      b, loc, op.getKv(), offsets, {kvLen, b.getIndexAttr(rowWidth)}, strides);
   Value init = tensor::EmptyOp::create(
       b, loc, ArrayRef<OpFoldResult>{kvLen, b.getIndexAttr(qkDim)}, f32);
+  KVDecoder decoder(b, loc, op.getKvFormat(), op.getKvScale());
   AffineMap id = b.getMultiDimIdentityMap(2);
-
-  switch (op.getKvFormat()) {
-  case KVFormat::bf16:
+  if (op.getKvFormat() != KVFormat::mxfp4)
     return generic(init, rows, {id, id}, {kPar, kPar},
                    [&](OpBuilder &nb, Location nl, ValueRange args) {
-                     Value v = arith::ExtFOp::create(nb, nl, f32, args[0]);
-                     linalg::YieldOp::create(nb, nl, v);
+                     linalg::YieldOp::create(
+                         nb, nl, decoder.decode(nb, nl, args[0], {}, {}));
                    });
-  case KVFormat::fp8: {
-    Value table = buildDecodeTable(b, loc, APFloat::Float8E4M3FN(), 8);
-    Value scale = tensor::ExtractOp::create(b, loc, op.getKvScale(),
-                                            ValueRange{cIndex(0)});
-    return generic(init, rows, {id, id}, {kPar, kPar},
-                   [&](OpBuilder &nb, Location nl, ValueRange args) {
-                     Value bits = arith::BitcastOp::create(
-                         nb, nl, nb.getI8Type(), args[0]);
-                     Value idx = arith::IndexCastUIOp::create(
-                         nb, nl, nb.getIndexType(), bits);
-                     Value v = tensor::ExtractOp::create(nb, nl, table, idx);
-                     Value s = arith::MulFOp::create(nb, nl, v, scale);
-                     linalg::YieldOp::create(nb, nl, s);
-                   });
-  }
-  case KVFormat::mxfp4: {
-    Value fp4Table = buildDecodeTable(b, loc, APFloat::Float4E2M1FN(), 4);
-    Value e8m0Table = buildDecodeTable(b, loc, APFloat::Float8E8M0FNU(), 8);
-    Value scales = tensor::ExtractSliceOp::create(
-        b, loc, op.getKvScale(), offsets,
-        {kvLen, b.getIndexAttr(qkDim / 32)}, strides);
-    // Element (p, j) lives in byte j/2 of row p (low nibble for even j) and
-    // is scaled by block j/32 of the row.
-    AffineExpr p = b.getAffineDimExpr(0), j = b.getAffineDimExpr(1);
-    AffineMap byteMap = AffineMap::get(2, 0, {p, j.floorDiv(2)}, b.getContext());
-    AffineMap scaleMap =
-        AffineMap::get(2, 0, {p, j.floorDiv(32)}, b.getContext());
-    return generic(
-        init, ValueRange{rows, scales}, {byteMap, scaleMap, id}, {kPar, kPar},
-        [&](OpBuilder &nb, Location nl, ValueRange args) {
-          Type i8 = nb.getI8Type();
-          Value col = linalg::IndexOp::create(nb, nl, 1);
-          Value two = arith::ConstantIndexOp::create(nb, nl, 2);
-          Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
-          Value isOdd = arith::CmpIOp::create(
-              nb, nl, arith::CmpIPredicate::ne,
-              arith::RemUIOp::create(nb, nl, col, two), zero);
-          Value byte = args[0];
-          Value mask = arith::ConstantOp::create(nb, nl, nb.getI8IntegerAttr(15));
-          Value four = arith::ConstantOp::create(nb, nl, nb.getI8IntegerAttr(4));
-          Value lo = arith::AndIOp::create(nb, nl, byte, mask);
-          Value hi = arith::AndIOp::create(
-              nb, nl, arith::ShRUIOp::create(nb, nl, byte, four), mask);
-          Value nibble = arith::SelectOp::create(nb, nl, isOdd, hi, lo);
-          Value v = tensor::ExtractOp::create(
-              nb, nl, fp4Table,
-              ValueRange{arith::IndexCastUIOp::create(nb, nl, nb.getIndexType(),
-                                                      nibble)});
-          Value scaleBits = arith::BitcastOp::create(nb, nl, i8, args[1]);
-          Value s = tensor::ExtractOp::create(
-              nb, nl, e8m0Table,
-              ValueRange{arith::IndexCastUIOp::create(nb, nl, nb.getIndexType(),
-                                                      scaleBits)});
-          linalg::YieldOp::create(nb, nl,
-                                  ValueRange{arith::MulFOp::create(nb, nl, v, s)});
-        });
-  }
-  }
-  llvm_unreachable("verified kv_format");
+  // Element (p, j) lives in byte j/2 of row p and is scaled by block j/32.
+  Value scales = tensor::ExtractSliceOp::create(
+      b, loc, op.getKvScale(), offsets, {kvLen, b.getIndexAttr(qkDim / 32)},
+      strides);
+  AffineExpr p = b.getAffineDimExpr(0), j = b.getAffineDimExpr(1);
+  AffineMap byteMap = AffineMap::get(2, 0, {p, j.floorDiv(2)}, b.getContext());
+  AffineMap scaleMap = AffineMap::get(2, 0, {p, j.floorDiv(32)}, b.getContext());
+  return generic(init, ValueRange{rows, scales}, {byteMap, scaleMap, id},
+                 {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange args) {
+                   Value col = linalg::IndexOp::create(nb, nl, 1);
+                   linalg::YieldOp::create(
+                       nb, nl, decoder.decode(nb, nl, args[0], args[1], col));
+                 });
 }
 
 SmallVector<Value> DecodeDecomposer::run() {
@@ -180,7 +86,7 @@ SmallVector<Value> DecodeDecomposer::run() {
   bool withLse = static_cast<bool>(op.getLse());
   Value q = op.getQ();
   Value c0 = cIndex(0), c1 = cIndex(1);
-  double negInf = -std::numeric_limits<double>::infinity();
+  const double negInf = kNegInf;
   Value numTokens = tensor::DimOp::create(b, loc, q, 0);
   OpFoldResult heads = b.getIndexAttr(numHeads);
 
@@ -259,12 +165,7 @@ SmallVector<Value> DecodeDecomposer::run() {
         Value probs = generic(
             masked, rowMax, {rowMap, id3}, {kPar, kPar, kPar},
             [&](OpBuilder &nb, Location nl, ValueRange a) {
-              Value isEmpty = arith::CmpFOp::create(
-                  nb, nl, arith::CmpFPredicate::OEQ, a[0], ninf);
-              Value shift = arith::SelectOp::create(
-                  nb, nl, isEmpty,
-                  arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0)),
-                  a[0]);
+              Value shift = guardedShift(nb, nl, a[0]);
               Value e = math::ExpOp::create(
                   nb, nl, arith::SubFOp::create(nb, nl, a[1], shift));
               linalg::YieldOp::create(nb, nl, e);

@@ -19,16 +19,17 @@
 
 using namespace mlir;
 
-void mla::buildDecodeToCPUPipeline(OpPassManager &pm,
-                                   const DecodeToCPUPipelineOptions &) {
-  // L0 -> upstream tensor ops.
-  pm.addPass(createMLADecomposePass());
+namespace {
+/// Upstream tensor ops -> LLVM dialect on the host.
+void addHostLoweringPasses(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
   // Tensors -> buffers; the per-sequence temporaries are freed each iteration.
   bufferization::OneShotBufferizePassOptions bufferizeOptions;
   bufferizeOptions.bufferizeFunctionBoundaries = true;
+  // The online-softmax loop carries freshly computed max/sum tensors.
+  bufferizeOptions.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
   bufferization::BufferDeallocationPipelineOptions deallocOptions;
   bufferization::buildBufferDeallocationPipeline(pm, deallocOptions);
@@ -51,6 +52,26 @@ void mla::buildDecodeToCPUPipeline(OpPassManager &pm,
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
+} // namespace
+
+void mla::buildDecodeToCPUPipeline(OpPassManager &pm,
+                                   const DecodeToCPUPipelineOptions &) {
+  pm.addPass(createMLADecomposePass());
+  addHostLoweringPasses(pm);
+}
+
+void mla::buildDecodeSplitToCPUPipeline(
+    OpPassManager &pm, const DecodeSplitToCPUPipelineOptions &options) {
+  MLASelectConfigPassOptions config;
+  config.targetName = options.target;
+  config.kvTile = options.kvTile;
+  config.splits = options.splits;
+  pm.addPass(createMLASelectConfigPass(config));
+  pm.addPass(createMLASplitKVPass());
+  pm.addPass(createMLATilePass());
+  pm.addPass(createMLALowerCombinePass());
+  addHostLoweringPasses(pm);
+}
 
 void mla::registerMLAPassesAndPipelines() {
   registerMLAPasses();
@@ -58,4 +79,9 @@ void mla::registerMLAPassesAndPipelines() {
       "mla-decode-to-cpu",
       "Lower mla.decode to the LLVM dialect for the host (the cpu backend)",
       buildDecodeToCPUPipeline);
+  PassPipelineRegistration<DecodeSplitToCPUPipelineOptions>(
+      "mla-decode-split-to-cpu",
+      "Lower mla.decode through config, split-KV, KV tiles with online softmax "
+      "and combine to the LLVM dialect for the host",
+      buildDecodeSplitToCPUPipeline);
 }

@@ -32,6 +32,7 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   registerAllExtensions(registry);
   registry.insert<mla::MLADialect>();
+  mla::registerBufferizationInterfaces(registry);
 
   auto [inputFilename, outputFilename] =
       registerAndParseCLIOptions(argc, argv, "mla pass driver", registry);

@@ -57,6 +57,21 @@ static cl::opt<std::string> saveInputs("save-inputs", cl::desc("Write the inputs
                                        cl::value_desc("DIR"), cl::cat(category));
 static cl::opt<std::string> backend("backend", cl::desc("Backend: cpu"), cl::init("cpu"),
                                     cl::cat(category));
+static cl::opt<std::string> pipeline(
+    "pipeline",
+    cl::desc("cpu pipeline: decompose (whole-sequence softmax) or split "
+             "(planned split-KV, KV tiles with online softmax, combine)"),
+    cl::init("decompose"), cl::cat(category));
+static cl::opt<int64_t> splitsOpt("splits",
+                                  cl::desc("Split pipeline: N work items per sequence "
+                                           "(default: the balanced planner)"),
+                                  cl::init(-1), cl::cat(category));
+static cl::opt<int64_t> kvTileOpt("kv-tile",
+                                  cl::desc("Split pipeline: KV tile rows (default: the config's)"),
+                                  cl::init(0), cl::cat(category));
+static cl::opt<std::string> targetOpt("target",
+                                      cl::desc("Split pipeline: chip the work list is planned for"),
+                                      cl::init("gfx950"), cl::cat(category));
 static cl::opt<std::string> outPath("out", cl::desc("Write the output (float32 [T, H, Dv])"),
                                     cl::value_desc("OUT.npy"), cl::cat(category));
 static cl::opt<std::string> lsePath("lse", cl::desc("Write the lse (float32 [T, H])"),
@@ -94,6 +109,13 @@ int main(int argc, char **argv) {
     return fail("unknown --backend '" + backend + "' (available: cpu)");
   if (repeat < 1)
     return fail("--repeat must be at least 1");
+  if (pipeline != "decompose" && pipeline != "split")
+    return fail("unknown --pipeline '" + pipeline + "' (decompose or split)");
+  bool split = pipeline == "split";
+  if (!split && (splitsOpt != -1 || kvTileOpt != 0))
+    return fail("--splits and --kv-tile need --pipeline split");
+  if (split && splitsOpt != -1 && splitsOpt < 1)
+    return fail("--splits must be at least 1, got " + llvm::Twine(splitsOpt));
   if (smScale < 0.0)
     return fail("--sm-scale must be positive");
 
@@ -130,13 +152,19 @@ int main(int argc, char **argv) {
       return fail(std::move(err));
 
   llvm::outs() << "mla-run: format=" << formatName(problem.format)
-               << " backend=" << backend << " B=" << problem.numSeqs()
+               << " backend=" << backend << " pipeline=" << pipeline << " B=" << problem.numSeqs()
                << " T=" << problem.numTokens << " H=" << problem.numHeads
                << " N=" << problem.numRows << " Dqk=" << problem.qkDim
                << " Dv=" << problem.vDim << "\n";
 
   KernelSignature sig{problem.format, problem.numHeads, problem.qkDim,
                       problem.vDim, problem.smScale};
+  if (split) {
+    sig.pipeline = HostPipeline::Split;
+    sig.target = targetOpt;
+    sig.kvTile = kvTileOpt;
+    sig.splits = splitsOpt;
+  }
   auto kernel = CpuKernel::compile(sig, dumpIR);
   if (!kernel)
     return fail(kernel.takeError());

@@ -20,10 +20,21 @@
 
 namespace mla {
 
+/// Which registered host pipeline compiles the kernel.
+enum class HostPipeline {
+  Decompose, // mla-decode-to-cpu: whole-sequence softmax (the reference path)
+  Split,     // mla-decode-split-to-cpu: planned split-KV, tiles, combine
+};
+
 struct KernelSignature {
   CacheFormat format;
   int64_t numHeads, qkDim, vDim;
-  double smScale; // 0: the op's default
+  double smScale = 0.0; // 0: the op's default
+  HostPipeline pipeline = HostPipeline::Decompose;
+  // Split pipeline only.
+  std::string target = "gfx950"; // the chip the work list is planned for
+  int64_t kvTile = 0;            // 0: the config's choice
+  int64_t splits = -1;           // -1: balanced planner; N: N items per sequence
 };
 
 /// The MLIR source of the host entry point `mla_decode` for `sig`.

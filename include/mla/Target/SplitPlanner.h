@@ -11,8 +11,6 @@
 #ifndef MLA_TARGET_SPLITPLANNER_H
 #define MLA_TARGET_SPLITPLANNER_H
 
-#include "mla/Target/KnownTargets.h"
-
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
@@ -44,6 +42,9 @@ struct WorkList {
   }
 };
 
+/// Upper bound on the work items of one sequence (the combine's fan-in).
+constexpr int64_t kMaxSplitsPerSeq = 64;
+
 struct SplitOptions {
   /// > 0: exactly this many items per sequence (uniform split, ceil division,
   /// clamped; items past the end are empty). 0: the balanced policy.
@@ -53,12 +54,13 @@ struct SplitOptions {
   /// Smallest item the balanced policy makes, in tiles: below this the
   /// per-item prologue and the combine cost more than the parallelism gains.
   int64_t minTilesPerItem = 2;
-  /// Upper bound on the items of one sequence (the combine's fan-in).
-  int64_t maxSplitsPerSeq = 64;
+  /// Upper bound on the items of one sequence under the balanced policy.
+  int64_t maxSplitsPerSeq = kMaxSplitsPerSeq;
 };
 
-/// Plans the work list; errors on invalid options or lengths.
-llvm::Expected<WorkList> planSplits(const TargetInfo &target,
+/// Plans the work list for a chip of `computeUnits` CUs; errors on invalid
+/// options or lengths.
+llvm::Expected<WorkList> planSplits(int64_t computeUnits,
                                     llvm::ArrayRef<int64_t> kvLens,
                                     const SplitOptions &options = {});
 

@@ -20,15 +20,46 @@ namespace mla {
 #define GEN_PASS_REGISTRATION
 #include "mla/Transforms/Passes.h.inc"
 
-/// Options of the host (cpu backend) pipeline.
+/// Options of the host (cpu backend) pipelines.
 struct DecodeToCPUPipelineOptions
     : public mlir::PassPipelineOptions<DecodeToCPUPipelineOptions> {};
+
+struct DecodeSplitToCPUPipelineOptions
+    : public mlir::PassPipelineOptions<DecodeSplitToCPUPipelineOptions> {
+  Option<std::string> target{*this, "target",
+                             llvm::cl::desc("Chip the work list is planned for"),
+                             llvm::cl::init("gfx950")};
+  Option<int64_t> kvTile{*this, "kv-tile",
+                         llvm::cl::desc("KV tile rows (0 = config default)"),
+                         llvm::cl::init(0)};
+  Option<int64_t> splits{
+      *this, "splits",
+      llvm::cl::desc("Work items per sequence (-1 = balanced planner)"),
+      llvm::cl::init(-1)};
+};
 
 /// mla.decode -> decomposed upstream ops -> bufferized loops -> LLVM dialect,
 /// ready for MLIR's ExecutionEngine. Functions are expected to carry
 /// `llvm.emit_c_interface` if called from C++.
 void buildDecodeToCPUPipeline(mlir::OpPassManager &pm,
                               const DecodeToCPUPipelineOptions &options);
+
+/// The split level on the host: config -> split-KV -> KV tiles with online
+/// softmax -> combine -> LLVM dialect. The work list comes from the runtime
+/// planner through `mla_plan_splits` (see registerBufferizationInterfaces).
+void buildDecodeSplitToCPUPipeline(
+    mlir::OpPassManager &pm, const DecodeSplitToCPUPipelineOptions &options);
+
+/// The C interface function `mla.plan_splits` bufferizes to a call of:
+///   int64_t _mlir_ciface_mla_plan_splits(StridedMemRefType<int32_t, 1> *kvIndptr,
+///       StridedMemRefType<int32_t, 2> *workItems,
+///       StridedMemRefType<int32_t, 1> *itemIndptr, int64_t computeUnits,
+///       int64_t kvTile, int64_t uniformSplits)
+/// returning the number of work items written.
+constexpr llvm::StringLiteral kPlanSplitsFunctionName = "mla_plan_splits";
+
+/// Attaches the host bufferization of mla.plan_splits.
+void registerBufferizationInterfaces(mlir::DialectRegistry &registry);
 
 /// Registers every mla pass and pipeline with the global registry.
 void registerMLAPassesAndPipelines();

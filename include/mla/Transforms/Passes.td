@@ -51,4 +51,165 @@ def MLADecomposePass : Pass<"mla-decompose"> {
   ];
 }
 
+def MLASelectConfigPass : Pass<"mla-select-config"> {
+  let summary = "Attach the target and a tuning config to every mla.decode";
+  let description = [{
+    Looks the chip up in the target table (`mla::lookupTarget`), writes it as
+    `mla.target = #mla.target<...>` and chooses `mla.config = #mla.config<...>`
+    for each `mla.decode`. Every field can be forced from the command line;
+    a forced or chosen config that the target cannot run (LDS over budget,
+    head grouping that does not divide H, a non-power-of-two tile,
+    `splits=0`) is an error on the op.
+
+    Defaults: `kv_tile` 64; `heads_per_workgroup` min(H, 32) on gfx950 (H on
+    the host); `waves_per_workgroup` 4 (256 threads) on gfx950, 1 on the host;
+    `pipeline_stages` 2 on gfx950, 1 on the host; `split_policy = balanced`.
+
+    Before:
+
+    ```mlir
+    %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xf8E4M3FN>) ...
+    ```
+
+    After `--mla-select-config="target=gfx950 splits=4"`:
+
+    ```mlir
+    %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xf8E4M3FN>) ...
+           {kv_format = #mla.kv_format<fp8>,
+            mla.config = #mla.config<kv_tile = 64, heads_per_workgroup = 16,
+                                     waves_per_workgroup = 4, pipeline_stages = 2,
+                                     split_policy = uniform, splits = 4>,
+            mla.target = #mla.target<name = "gfx950", arch = "gfx950", compute_units = 256, ...>}
+    ```
+  }];
+  let options = [
+    Option<"targetName", "target", "std::string", /*default=*/"\"gfx950\"",
+           "Target chip: gfx950 (= mi355x) or host">,
+    Option<"kvTile", "kv-tile", "int64_t", /*default=*/"0",
+           "KV rows per tile (a power of two; 0 = choose)">,
+    Option<"headsPerWorkgroup", "heads-per-workgroup", "int64_t",
+           /*default=*/"0", "Query heads per workgroup (0 = choose)">,
+    Option<"wavesPerWorkgroup", "waves-per-workgroup", "int64_t",
+           /*default=*/"0", "Waves per workgroup (0 = choose)">,
+    Option<"pipelineStages", "pipeline-stages", "int64_t", /*default=*/"0",
+           "KV tiles in flight (0 = choose)">,
+    Option<"splits", "splits", "int64_t", /*default=*/"-1",
+           "Work items per sequence (uniform split); -1 = balanced planner">
+  ];
+}
+
+def MLASplitKVPass : Pass<"mla-split-kv"> {
+  let summary = "Split mla.decode into planned partial decodes and a combine";
+  let description = [{
+    Flash-decoding at the IR level. Before (after mla-select-config):
+
+    ```mlir
+    %out, %lse = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xf8E4M3FN>) ...
+        {kv_format = #mla.kv_format<fp8>, mla.config = #mla.config<...>, mla.target = #mla.target<...>}
+    ```
+
+    After:
+
+    ```mlir
+    %items, %item_indptr = mla.plan_splits %kv_indptr {config = ..., target = ...}
+        : tensor<?xi32> -> tensor<?x4xi32>, tensor<?xi32>
+    %po, %pl = mla.partial_decode q(...) kv(...) indptr(...) work(%items : tensor<?x4xi32>)
+        {config = ..., kv_format = ...} -> tensor<?x4x16x512xf32>, tensor<?x4x16xf32>
+    %t = tensor.dim %q, %c0 : tensor<?x16x576xbf16>
+    %out, %lse = mla.combine partials(%po, %pl : ...) indptr(%item_indptr, %qo_indptr : ...)
+        tokens(%t) -> tensor<?x16x512xbf16>, tensor<?x16xf32>
+    ```
+
+    The work list is an SSA value chosen at run time by the planner
+    (`mla.plan_splits`, docs/split-planning.md); a uniform config gives every
+    sequence exactly `splits` items (ceil division, clamped: items past a
+    sequence's end are empty and contribute nothing).
+
+    Must run after mla-select-config: expects `mla.config` and `mla.target`
+    on every mla.decode.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::tensor::TensorDialect"
+  ];
+}
+
+def MLATilePass : Pass<"mla-tile"> {
+  let summary = "Tile the KV loop of mla.partial_decode with online softmax";
+  let description = [{
+    Lowers each `mla.partial_decode` to loops over its work items and, inside
+    an item, over KV tiles of `config.kv_tile` rows with an online softmax:
+    per tile the scores of all heads and query tokens against the tile, the
+    causal mask and the tail mask (a static tile shape; rows past the item's
+    end are clamped on load and masked to -inf), then
+
+    ```
+    m' = max(m, max_p s)      a = exp(m - m')      p = exp(s - m')
+    l' = a * l + sum_p p      acc' = a * acc + p · V
+    ```
+
+    with a fully masked row shifted by 0 instead of -inf (no NaN). The item's
+    result is `acc / l` and `lse = m + log l` (`-inf` and zeros when l = 0).
+    Target-independent; runs on the cpu backend.
+
+    Before:
+
+    ```mlir
+    %po, %pl = mla.partial_decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xbf16>)
+        indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) work(%items : tensor<?x4xi32>)
+        {config = #mla.config<kv_tile = 16, ...>, kv_format = #mla.kv_format<bf16>}
+        -> tensor<?x4x16x512xf32>, tensor<?x4x16xf32>
+    ```
+
+    After (abridged):
+
+    ```mlir
+    scf.for %item = %c0 to %num_items step %c1 iter_args(%po = ..., %pl = ...) {
+      // (seq, begin, end, slot) = %items[%item]
+      scf.for %t0 = %begin to %end step %c16 iter_args(%m = ..., %l = ..., %acc = ...) {
+        %k = linalg.generic ... -> tensor<16x576xf32>   // rows clamped to the item
+        %s = linalg.generic ... -> tensor<?x16x16xf32>  // scores, tail + causal mask
+        ...                                             // m', a, p, l', acc'
+        scf.yield %m_new, %l_new, %acc_new
+      }
+      // acc / l and m + log l into slot %slot of %po / %pl
+    }
+    ```
+
+    Must run after mla-split-kv: expects mla.partial_decode.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+    "mlir::math::MathDialect", "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect"
+  ];
+}
+
+def MLALowerCombinePass : Pass<"mla-lower-combine"> {
+  let summary = "Lower mla.combine to upstream ops";
+  let description = [{
+    For each sequence, the lse-weighted merge of its work items' partial
+    results: `m = max_j lse_j`, weights `exp(lse_j - m)`, the normalized sum
+    rounded to bf16, and `lse = m + log(sum_j exp(lse_j - m))`. A token whose
+    items all have lse = -inf gets zeros and -inf.
+
+    Before:
+
+    ```mlir
+    %out = mla.combine partials(%po, %pl : tensor<?x4x16x512xf32>, tensor<?x4x16xf32>)
+             indptr(%item_indptr, %qo : tensor<?xi32>, tensor<?xi32>) tokens(%t)
+             -> tensor<?x16x512xbf16>
+    ```
+
+    After: an `scf.for` over sequences of `linalg.generic` reductions over
+    the sequence's slots, inserting each sequence's rows into the output.
+
+    Must run after mla-split-kv: expects mla.combine.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+    "mlir::math::MathDialect", "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // MLA_TRANSFORMS_PASSES_TD

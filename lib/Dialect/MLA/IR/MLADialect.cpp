@@ -29,3 +29,120 @@ void MLADialect::initialize() {
 #include "mla/Dialect/MLA/IR/MLAAttrs.cpp.inc"
       >();
 }
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError, StringRef name,
+                   StringRef arch, int64_t computeUnits, int64_t xcds,
+                   int64_t waveSize, int64_t ldsBytes, int64_t vectorRegisters,
+                   int64_t hbmGbps, ArrayAttr matrixInstructions) {
+  if (name.empty() || arch.empty())
+    return emitError() << "target name and arch must not be empty";
+  if (computeUnits <= 0 || xcds <= 0 || waveSize <= 0)
+    return emitError() << "compute_units, xcds and wave_size must be positive";
+  if (ldsBytes < 0 || vectorRegisters < 0 || hbmGbps < 0)
+    return emitError() << "lds_bytes, vector_registers and hbm_gbps must not "
+                          "be negative";
+  if (!llvm::all_of(matrixInstructions,
+                    [](Attribute a) { return isa<StringAttr>(a); }))
+    return emitError() << "matrix_instructions must be a list of strings";
+  return success();
+}
+
+LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t kvTile, int64_t headsPerWorkgroup,
+                                 int64_t wavesPerWorkgroup,
+                                 int64_t pipelineStages, SplitPolicy policy,
+                                 int64_t splits) {
+  if (kvTile <= 0 || !llvm::isPowerOf2_64(kvTile))
+    return emitError() << "kv_tile = " << kvTile
+                       << " must be a positive power of two";
+  if (headsPerWorkgroup <= 0 || headsPerWorkgroup % 16 != 0)
+    return emitError() << "heads_per_workgroup = " << headsPerWorkgroup
+                       << " must be a positive multiple of 16";
+  if (wavesPerWorkgroup <= 0)
+    return emitError() << "waves_per_workgroup = " << wavesPerWorkgroup
+                       << " must be positive";
+  if (pipelineStages < 1)
+    return emitError() << "pipeline_stages = " << pipelineStages
+                       << " must be at least 1";
+  if (policy == SplitPolicy::uniform && splits < 1)
+    return emitError() << "uniform split_policy needs splits >= 1, got splits = "
+                       << splits;
+  if (policy == SplitPolicy::balanced && splits != 0)
+    return emitError() << "balanced split_policy chooses the splits itself; "
+                          "got splits = "
+                       << splits;
+  return success();
+}
+
+int64_t mla::estimateLdsBytes(ConfigAttr config, KVFormat format,
+                              int64_t qkDim) {
+  // An mxfp4 row is its packed nibbles plus its E8M0 block scales.
+  int64_t rowBytes = format == KVFormat::bf16   ? 2 * qkDim
+                     : format == KVFormat::fp8  ? qkDim
+                                                : qkDim / 2 + qkDim / 32;
+  return config.getPipelineStages() * config.getKvTile() * rowBytes;
+}
+
+LogicalResult
+mla::verifyConfigForDecode(function_ref<InFlightDiagnostic()> emitError,
+                           TargetAttr target, ConfigAttr config,
+                           KVFormat format, int64_t numHeads, int64_t qkDim) {
+  if (numHeads % config.getHeadsPerWorkgroup() != 0)
+    return emitError() << "heads_per_workgroup = "
+                       << config.getHeadsPerWorkgroup()
+                       << " does not divide H = " << numHeads;
+  int64_t threads = config.getWavesPerWorkgroup() * target.getWaveSize();
+  if (threads > 1024)
+    return emitError() << "waves_per_workgroup = "
+                       << config.getWavesPerWorkgroup() << " gives " << threads
+                       << " threads, more than 1024";
+  // A target without workgroup memory (the host) has no LDS budget.
+  if (target.getLdsBytes() > 0) {
+    int64_t lds = estimateLdsBytes(config, format, qkDim);
+    if (lds > target.getLdsBytes())
+      return emitError() << "config needs " << lds << " bytes of LDS ("
+                         << config.getPipelineStages() << " stages x "
+                         << config.getKvTile() << " kv rows), "
+                         << "target " << target.getName() << " has "
+                         << target.getLdsBytes();
+  }
+  return success();
+}
+
+LogicalResult MLADialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  if (attr.getName() == kTargetAttrName) {
+    if (!isa<TargetAttr>(attr.getValue()))
+      return op->emitError() << "'" << kTargetAttrName
+                             << "' must be a #mla.target";
+    return success();
+  }
+  if (attr.getName() != kConfigAttrName)
+    return op->emitError() << "unknown mla attribute '" << attr.getName().getValue()
+                           << "'";
+  auto config = dyn_cast<ConfigAttr>(attr.getValue());
+  if (!config)
+    return op->emitError() << "'" << kConfigAttrName
+                           << "' must be a #mla.config";
+  auto decode = dyn_cast<DecodeOp>(op);
+  if (!decode)
+    return op->emitError() << "'" << kConfigAttrName
+                           << "' configures mla.decode ops only";
+  // The op's own verifier reports a malformed q; attributes run first.
+  RankedTensorType qType = decode.getQ().getType();
+  if (qType.getRank() != 3 || ShapedType::isDynamic(qType.getDimSize(1)) ||
+      ShapedType::isDynamic(qType.getDimSize(2)))
+    return success();
+  auto target = op->getAttrOfType<TargetAttr>(kTargetAttrName);
+  if (!target)
+    return op->emitError() << "'" << kConfigAttrName << "' needs an '"
+                           << kTargetAttrName << "' beside it";
+  return verifyConfigForDecode([&] { return op->emitOpError(); }, target,
+                               config, decode.getKvFormat(),
+                               decode.getNumHeads(), decode.getQKHeadDim());
+}

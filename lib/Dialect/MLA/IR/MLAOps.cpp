@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/Target/SplitPlanner.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -52,16 +53,36 @@ bool shapesCompatible(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
 }
 } // namespace
 
-double DecodeOp::getEffectiveSmScale() {
-  if (auto scale = getSmScale())
+static double effectiveSmScale(std::optional<APFloat> scale, int64_t qkDim) {
+  if (scale)
     return scale->convertToDouble();
-  return 1.0 / std::sqrt(static_cast<double>(getQKHeadDim()));
+  return 1.0 / std::sqrt(static_cast<double>(qkDim));
 }
 
-LogicalResult DecodeOp::verify() {
-  RankedTensorType qType = getQ().getType();
-  RankedTensorType kvType = getKv().getType();
-  KVFormat format = getKvFormat();
+double DecodeOp::getEffectiveSmScale() {
+  return effectiveSmScale(getSmScale(), getQKHeadDim());
+}
+
+double PartialDecodeOp::getEffectiveSmScale() {
+  return effectiveSmScale(getSmScale(), getQKHeadDim());
+}
+
+namespace {
+/// Head dimensions of a verified attention op.
+struct AttentionShape {
+  int64_t numTokens, numHeads, qkDim, vDim, numRows;
+};
+
+/// Verification shared by mla.decode and mla.partial_decode: q, kv, the
+/// scale, the indptrs and the attributes.
+LogicalResult verifyAttentionInputs(Operation *op, RankedTensorType qType,
+                                    RankedTensorType kvType, Value scale,
+                                    RankedTensorType qoType,
+                                    RankedTensorType kvpType, KVFormat format,
+                                    int64_t vDim,
+                                    std::optional<APFloat> smScale,
+                                    AttentionShape &shape) {
+  auto emitOpError = [&](const Twine &msg) { return op->emitOpError(msg); };
   StringRef formatName = stringifyKVFormat(format);
 
   // q: [T, H, Dqk] with static head dimensions.
@@ -84,7 +105,6 @@ LogicalResult DecodeOp::verify() {
            << qkDim << " must be a positive multiple of 32";
 
   // v_head_dim: the first Dv columns of a cache row are the values.
-  int64_t vDim = getVHeadDim();
   if (vDim <= 0 || vDim % 32 != 0)
     return emitOpError("v_head_dim = ")
            << vDim << " must be a positive multiple of 32";
@@ -92,8 +112,8 @@ LogicalResult DecodeOp::verify() {
     return emitOpError("v_head_dim = ")
            << vDim << " exceeds the q/k head dim Dqk = " << qkDim;
 
-  if (std::optional<APFloat> scale = getSmScale()) {
-    double s = scale->convertToDouble();
+  if (smScale) {
+    double s = smScale->convertToDouble();
     if (!std::isfinite(s) || s <= 0.0)
       return emitOpError("sm_scale must be a positive finite number, got ")
              << s;
@@ -106,7 +126,7 @@ LogicalResult DecodeOp::verify() {
   Type kvElem = kvType.getElementType();
   Type expectedElem;
   int64_t expectedWidth = qkDim;
-  Builder b(getContext());
+  Builder b(op->getContext());
   switch (format) {
   case KVFormat::bf16:
     expectedElem = b.getBF16Type();
@@ -130,13 +150,12 @@ LogicalResult DecodeOp::verify() {
              << expectedWidth << " packed bytes, got "
              << formatShape(kvType.getShape());
     return emitOpError("kv row width ")
-           << formatShape(kvType.getShape()) << " does not match q head dim Dqk = "
-           << qkDim;
+           << formatShape(kvType.getShape())
+           << " does not match q head dim Dqk = " << qkDim;
   }
   int64_t numRows = kvType.getDimSize(0);
 
   // kv_scale: absent for bf16, per-tensor for fp8, per 32 elements for mxfp4.
-  Value scale = getKvScale();
   switch (format) {
   case KVFormat::bf16:
     if (scale)
@@ -173,8 +192,6 @@ LogicalResult DecodeOp::verify() {
   }
 
   // Indptrs: 1-D i32 of the same length B+1 >= 2.
-  RankedTensorType qoType = getQoIndptr().getType();
-  RankedTensorType kvpType = getKvIndptr().getType();
   if (qoType.getRank() != 1)
     return emitOpError("qo_indptr must be 1-D [B+1], got rank ")
            << qoType.getRank();
@@ -189,6 +206,20 @@ LogicalResult DecodeOp::verify() {
     if (!ShapedType::isDynamic(t.getDimSize(0)) && t.getDimSize(0) < 2)
       return emitOpError("indptrs must hold B+1 >= 2 entries, got ")
              << t.getDimSize(0);
+  shape = AttentionShape{numTokens, numHeads, qkDim, vDim, numRows};
+  return success();
+}
+} // namespace
+
+LogicalResult DecodeOp::verify() {
+  AttentionShape shape;
+  if (failed(verifyAttentionInputs(
+          *this, getQ().getType(), getKv().getType(), getKvScale(),
+          getQoIndptr().getType(), getKvIndptr().getType(), getKvFormat(),
+          getVHeadDim(), getSmScale(), shape)))
+    return failure();
+  int64_t numTokens = shape.numTokens, numHeads = shape.numHeads,
+          vDim = shape.vDim;
 
   // Results: out [T, H, Dv] bf16, optional lse [T, H] f32.
   RankedTensorType outType = getOut().getType();
@@ -206,6 +237,98 @@ LogicalResult DecodeOp::verify() {
         !shapesCompatible(lseType.getShape(), expectedLse))
       return emitOpError("lse must have shape [T, H] = ")
              << formatShape(expectedLse) << ", got "
+             << formatShape(lseType.getShape());
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// L2: split-KV ops
+//===----------------------------------------------------------------------===//
+
+int64_t PlanSplitsOp::getMaxItemsPerSequence() {
+  ConfigAttr config = getConfig();
+  return config.getSplitPolicy() == SplitPolicy::uniform ? config.getSplits()
+                                                         : kMaxSplitsPerSeq;
+}
+
+LogicalResult PlanSplitsOp::verify() {
+  if (getKvIndptr().getType().getRank() != 1)
+    return emitOpError("kv_indptr must be 1-D [B+1]");
+  RankedTensorType items = getWorkItems().getType();
+  if (items.getRank() != 2 || items.getDimSize(1) != 4)
+    return emitOpError("work_items must have shape [num_items, 4], got ")
+           << formatShape(items.getShape());
+  RankedTensorType indptr = getItemIndptr().getType();
+  if (indptr.getRank() != 1 ||
+      !dimsCompatible(indptr.getDimSize(0),
+                      getKvIndptr().getType().getDimSize(0)))
+    return emitOpError("item_indptr must have the shape of kv_indptr [B+1], "
+                       "got ")
+           << formatShape(indptr.getShape());
+  return success();
+}
+
+LogicalResult PartialDecodeOp::verify() {
+  AttentionShape shape;
+  if (failed(verifyAttentionInputs(
+          *this, getQ().getType(), getKv().getType(), getKvScale(),
+          getQoIndptr().getType(), getKvIndptr().getType(), getKvFormat(),
+          getVHeadDim(), getSmScale(), shape)))
+    return failure();
+  RankedTensorType items = getWorkItems().getType();
+  if (items.getRank() != 2 || items.getDimSize(1) != 4)
+    return emitOpError("work_items must have shape [num_items, 4], got ")
+           << formatShape(items.getShape());
+  int64_t numItems = items.getDimSize(0);
+  SmallVector<int64_t> expectedOut = {numItems, kMaxQueryTokens,
+                                      shape.numHeads, shape.vDim};
+  RankedTensorType outType = getPartialOut().getType();
+  if (!shapesCompatible(outType.getShape(), expectedOut))
+    return emitOpError("partial_out must have shape [num_items, 4, H, Dv] = ")
+           << formatShape(expectedOut) << ", got "
+           << formatShape(outType.getShape());
+  SmallVector<int64_t> expectedLse = {numItems, kMaxQueryTokens,
+                                      shape.numHeads};
+  RankedTensorType lseType = getPartialLse().getType();
+  if (!shapesCompatible(lseType.getShape(), expectedLse))
+    return emitOpError("partial_lse must have shape [num_items, 4, H] = ")
+           << formatShape(expectedLse) << ", got "
+           << formatShape(lseType.getShape());
+  return success();
+}
+
+LogicalResult CombineOp::verify() {
+  RankedTensorType partialOut = getPartialOut().getType();
+  RankedTensorType partialLse = getPartialLse().getType();
+  if (partialOut.getRank() != 4 || partialOut.getDimSize(1) != kMaxQueryTokens)
+    return emitOpError("partial_out must have shape [num_items, 4, H, Dv], got ")
+           << formatShape(partialOut.getShape());
+  int64_t numItems = partialOut.getDimSize(0);
+  int64_t numHeads = partialOut.getDimSize(2), vDim = partialOut.getDimSize(3);
+  SmallVector<int64_t> expectedLse = {numItems, kMaxQueryTokens, numHeads};
+  if (!shapesCompatible(partialLse.getShape(), expectedLse))
+    return emitOpError("partial_lse must have shape [num_items, 4, H] = ")
+           << formatShape(expectedLse) << ", got "
+           << formatShape(partialLse.getShape());
+  if (getItemIndptr().getType().getRank() != 1 ||
+      getQoIndptr().getType().getRank() != 1 ||
+      !dimsCompatible(getItemIndptr().getType().getDimSize(0),
+                      getQoIndptr().getType().getDimSize(0)))
+    return emitOpError("item_indptr and qo_indptr must both be [B+1]");
+  SmallVector<int64_t> expectedOut = {ShapedType::kDynamic, numHeads, vDim};
+  RankedTensorType outType = getOut().getType();
+  if (outType.getRank() != 3 ||
+      !shapesCompatible(outType.getShape(), expectedOut))
+    return emitOpError("out must have shape [T, H, Dv] = ")
+           << formatShape(expectedOut) << ", got "
+           << formatShape(outType.getShape());
+  if (Value lse = getLse()) {
+    auto lseType = cast<RankedTensorType>(lse.getType());
+    SmallVector<int64_t> expected = {outType.getDimSize(0), numHeads};
+    if (!shapesCompatible(lseType.getShape(), expected))
+      return emitOpError("lse must have shape [T, H] = ")
+             << formatShape(expected) << ", got "
              << formatShape(lseType.getShape());
   }
   return success();

@@ -17,11 +17,18 @@ def MLA_Dialect : Dialect {
   let summary = "DeepSeek-style Multi-head Latent Attention, decode phase";
   let description = [{
     The `mla` dialect holds `mla.decode`, the op ML compilers emit for MLA
-    decode, and the ops and attributes its lowering goes through. Today
-    `mla-decompose` lowers it to upstream ops for the reference `cpu`
-    backend (`--mla-decode-to-cpu`).
+    decode, and the ops and attributes its lowering goes through: the
+    `#mla.target` / `#mla.config` attributes of the configured level and the
+    split-KV ops `mla.plan_splits`, `mla.partial_decode` and `mla.combine`.
+    See docs/pipelines.md for the levels and the registered pipelines.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // `mla.target` / `mla.config` on an mla.decode are checked together.
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    static constexpr llvm::StringLiteral kTargetAttrName = "mla.target";
+    static constexpr llvm::StringLiteral kConfigAttrName = "mla.config";
+  }];
 }
 
 def MLA_KVFormat : I32EnumAttr<"KVFormat", "storage format of the KV cache", [
@@ -35,6 +42,80 @@ def MLA_KVFormat : I32EnumAttr<"KVFormat", "storage format of the KV cache", [
 
 def MLA_KVFormatAttr : EnumAttr<MLA_Dialect, MLA_KVFormat, "kv_format"> {
   let assemblyFormat = "`<` $value `>`";
+}
+
+def MLA_SplitPolicy : I32EnumAttr<"SplitPolicy", "how KV ranges become work items", [
+    I32EnumAttrCase<"balanced", 0>,
+    I32EnumAttrCase<"uniform", 1>
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mla";
+}
+
+def MLA_SplitPolicyAttr : EnumAttr<MLA_Dialect, MLA_SplitPolicy, "split_policy"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def MLA_TargetAttr : AttrDef<MLA_Dialect, "Target"> {
+  let mnemonic = "target";
+  let summary = "the facts of one chip the passes and the planner read";
+  let description = [{
+    A serialization of one row of the chip table (`mla::lookupTarget`,
+    lib/Target/KnownTargets.cpp): `mla-select-config{target=gfx950}` writes it,
+    and every later pass reads the chip from it, never from anywhere else.
+    Tests may pin a hand-written target (e.g. less LDS) to exercise limits.
+
+    ```mlir
+    #mla.target<name = "gfx950", arch = "gfx950", compute_units = 256, xcds = 8,
+                wave_size = 64, lds_bytes = 163840, vector_registers = 512,
+                hbm_gbps = 8000, matrix_instructions = ["v_mfma_f32_16x16x128_f8f6f4"]>
+    ```
+  }];
+  let parameters = (ins
+    StringRefParameter<"name as users type it">:$name,
+    StringRefParameter<"architecture">:$arch,
+    "int64_t":$compute_units,
+    "int64_t":$xcds,
+    "int64_t":$wave_size,
+    "int64_t":$lds_bytes,
+    "int64_t":$vector_registers,
+    "int64_t":$hbm_gbps,
+    "::mlir::ArrayAttr":$matrix_instructions
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
+  let mnemonic = "config";
+  let summary = "the tuning choices of one mla.decode";
+  let description = [{
+    Chosen by `mla-select-config` from the target, each field overridable:
+    - `kv_tile`: cache rows per tile of the KV loop (a power of two);
+    - `heads_per_workgroup`: query heads one workgroup serves (a multiple of
+      16 dividing H); the KV tile is read once for all of them;
+    - `waves_per_workgroup`: waves of one workgroup;
+    - `pipeline_stages`: KV tiles in flight (LDS buffers);
+    - `split_policy`: `balanced` (the planner sizes work items to fill the
+      chip at run time) or `uniform` with `splits` items per sequence.
+
+    ```mlir
+    #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 4,
+                pipeline_stages = 2, split_policy = balanced>
+    #mla.config<kv_tile = 32, heads_per_workgroup = 16, waves_per_workgroup = 4,
+                pipeline_stages = 2, split_policy = uniform, splits = 7>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$kv_tile,
+    "int64_t":$heads_per_workgroup,
+    "int64_t":$waves_per_workgroup,
+    "int64_t":$pipeline_stages,
+    EnumParameter<MLA_SplitPolicy>:$split_policy,
+    DefaultValuedParameter<"int64_t", "0">:$splits
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
 }
 
 #endif // MLA_BASE_TD

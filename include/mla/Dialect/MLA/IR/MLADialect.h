@@ -23,4 +23,20 @@
 #define GET_OP_CLASSES
 #include "mla/Dialect/MLA/IR/MLAOps.h.inc"
 
+namespace mla {
+/// Most query tokens one sequence may have (the partial results' 2nd dim).
+constexpr int64_t kMaxQueryTokens = 4;
+
+/// LDS bytes one workgroup needs under `config`: `pipeline_stages` KV tiles
+/// of the cache's row size. Q and the accumulators live in registers.
+int64_t estimateLdsBytes(ConfigAttr config, KVFormat format, int64_t qkDim);
+
+/// Checks `config` against the target and the op it configures: head
+/// grouping divides H, the workgroup fits, the LDS fits.
+mlir::LogicalResult
+verifyConfigForDecode(llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
+                      TargetAttr target, ConfigAttr config, KVFormat format,
+                      int64_t numHeads, int64_t qkDim);
+} // namespace mla
+
 #endif // MLA_DIALECT_MLA_IR_MLADIALECT_H

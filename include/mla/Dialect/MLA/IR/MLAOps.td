@@ -103,4 +103,128 @@ def MLA_DecodeOp : MLA_Op<"decode", [Pure]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// L2: split-KV
+//===----------------------------------------------------------------------===//
+
+def MLA_PlanSplitsOp : MLA_Op<"plan_splits", [Pure]> {
+  let summary = "the split-KV work list of a batch, chosen at run time";
+  let description = [{
+    Runs the split planner (`mla::planSplits`, docs/split-planning.md) on the
+    sequence lengths `kv_indptr[b+1] - kv_indptr[b]` with the target's CU
+    count and the config's KV tile and split policy.
+
+    `work_items` `[num_items, 4]` i32: one row per workgroup,
+    `(sequence, kv_begin, kv_end, partial_slot)`, positions relative to the
+    sequence's first cache row, `partial_slot` = the row index.
+    `item_indptr` `[B+1]` i32: the items of sequence b are rows
+    `[item_indptr[b], item_indptr[b+1])`, in KV order.
+
+    On the host it bufferizes to a call of the runtime's planner, so the
+    compiler and the runtime share one implementation.
+  }];
+  let arguments = (ins
+    RankedTensorOf<[I32]>:$kv_indptr,
+    MLA_TargetAttr:$target,
+    MLA_ConfigAttr:$config
+  );
+  let results = (outs
+    RankedTensorOf<[I32]>:$work_items,
+    RankedTensorOf<[I32]>:$item_indptr
+  );
+  let assemblyFormat = [{
+    $kv_indptr attr-dict `:` type($kv_indptr) `->` type($work_items) `,` type($item_indptr)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Most work items one sequence can get under this config.
+    int64_t getMaxItemsPerSequence();
+  }];
+}
+
+def MLA_PartialDecodeOp : MLA_Op<"partial_decode", [Pure]> {
+  let summary = "attention of each sequence over one work item's KV range";
+  let description = [{
+    For every row `(b, kv_begin, kv_end, slot)` of `work_items`, the
+    attention of sequence b's query tokens (up to 4) over cache positions
+    `[kv_begin, kv_end)` of that sequence, with the causal rule of
+    `mla.decode` (token i sees positions `< kv_len - (q_len - 1 - i)`):
+
+    - `partial_out[slot, i, h, :]` f32: the softmax-weighted values over the
+      visible positions of the range, already normalized;
+    - `partial_lse[slot, i, h]` f32: the log-sum-exp of the scaled scores
+      over those positions; `-inf` (and a zero output) when the token sees
+      none of them — an empty item contributes nothing to the combine.
+
+    Rows `i >= q_len` of a slot are unspecified. Operands and attributes are
+    those of `mla.decode`; `config` carries the KV tile for `mla-tile`.
+  }];
+  let arguments = (ins
+    RankedTensorOf<[BF16]>:$q,
+    RankedTensorOf<[BF16, F8E4M3FN, I8]>:$kv,
+    RankedTensorOf<[I32]>:$qo_indptr,
+    RankedTensorOf<[I32]>:$kv_indptr,
+    RankedTensorOf<[I32]>:$work_items,
+    Optional<RankedTensorOf<[F32, F8E8M0FNU]>>:$kv_scale,
+    MLA_KVFormatAttr:$kv_format,
+    DefaultValuedAttr<I64Attr, "512">:$v_head_dim,
+    OptionalAttr<F32Attr>:$sm_scale,
+    MLA_ConfigAttr:$config
+  );
+  let results = (outs
+    RankedTensorOf<[F32]>:$partial_out,
+    RankedTensorOf<[F32]>:$partial_lse
+  );
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)`
+    `kv` `(` $kv `:` type($kv) `)`
+    (`scale` `(` $kv_scale^ `:` type($kv_scale) `)`)?
+    `indptr` `(` $qo_indptr `,` $kv_indptr `:` type($qo_indptr) `,` type($kv_indptr) `)`
+    `work` `(` $work_items `:` type($work_items) `)`
+    attr-dict `->` type($partial_out) `,` type($partial_lse)
+  }];
+  let extraClassDeclaration = [{
+    int64_t getNumHeads() { return getQ().getType().getDimSize(1); }
+    int64_t getQKHeadDim() { return getQ().getType().getDimSize(2); }
+    double getEffectiveSmScale();
+  }];
+  let hasVerifier = 1;
+}
+
+def MLA_CombineOp : MLA_Op<"combine", [Pure]> {
+  let summary = "lse-weighted merge of the partial results of each sequence";
+  let description = [{
+    For each sequence b, query token i and head h, merges the partials of the
+    slots `[item_indptr[b], item_indptr[b+1])`:
+
+    ```
+    m   = max_j lse_j
+    out = sum_j exp(lse_j - m) * out_j / sum_j exp(lse_j - m)   (bf16)
+    lse = m + log(sum_j exp(lse_j - m))
+    ```
+
+    A token whose slots all have lse = -inf gets zeros and -inf (no 0/0).
+    Tokens `[qo_indptr[b], qo_indptr[b+1])` of the `num_tokens` outputs are
+    written; tokens outside every sequence stay zero / -inf.
+  }];
+  let arguments = (ins
+    RankedTensorOf<[F32]>:$partial_out,
+    RankedTensorOf<[F32]>:$partial_lse,
+    RankedTensorOf<[I32]>:$item_indptr,
+    RankedTensorOf<[I32]>:$qo_indptr,
+    Index:$num_tokens
+  );
+  let results = (outs
+    RankedTensorOf<[BF16]>:$out,
+    Optional<RankedTensorOf<[F32]>>:$lse
+  );
+  let assemblyFormat = [{
+    `partials` `(` $partial_out `,` $partial_lse `:` type($partial_out) `,` type($partial_lse) `)`
+    `indptr` `(` $item_indptr `,` $qo_indptr `:` type($item_indptr) `,` type($qo_indptr) `)`
+    `tokens` `(` $num_tokens `)`
+    attr-dict `->` type($out) (`,` type($lse)^)?
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // MLA_OPS_TD

@@ -1,0 +1,292 @@
+//===- Tile.cpp - mla.partial_decode -> KV tiles with online softmax ------===//
+//
+// L2 -> loops: each work item walks its KV range in tiles of config.kv_tile
+// rows with a running max, running sum and rescaled accumulator (online
+// softmax), so no score row longer than a tile ever exists. Tiles have a
+// static shape: the rows past the item's end are clamped on load and masked
+// to -inf, which is also how the GPU kernel treats its tail tile.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/Transforms/Passes.h"
+
+#include "KVDecoding.h"
+#include "LoweringBuilder.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mla {
+#define GEN_PASS_DEF_MLATILEPASS
+#include "mla/Transforms/Passes.h.inc"
+} // namespace mla
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+class PartialDecodeTiler : public LoweringBuilder {
+public:
+  PartialDecodeTiler(PartialDecodeOp op, OpBuilder &b)
+      : LoweringBuilder(b, op.getLoc()), op(op), numHeads(op.getNumHeads()),
+        qkDim(op.getQKHeadDim()), vDim(op.getVHeadDim()),
+        tile(op.getConfig().getKvTile()) {}
+
+  SmallVector<Value> run();
+
+private:
+  /// One work item: its partial output [q_len, H, Dv] and lse [q_len, H].
+  std::pair<Value, Value> emitItem(Value seq, Value begin, Value end,
+                                   const KVDecoder &decoder);
+  /// The f32 [tile, Dqk] tile of the sequence's rows `rowBase + p`, with the
+  /// row clamped to `lastRow`.
+  Value gatherTile(Value rowBase, Value lastRow, const KVDecoder &decoder);
+
+  PartialDecodeOp op;
+  int64_t numHeads, qkDim, vDim, tile;
+};
+
+Value PartialDecodeTiler::gatherTile(Value rowBase, Value lastRow,
+                                     const KVDecoder &decoder) {
+  bool packed = op.getKvFormat() == KVFormat::mxfp4;
+  Value kv = op.getKv(), scales = op.getKvScale();
+  return generic(
+      empty({attr(tile), attr(qkDim)}, f32), ValueRange{}, {identity(2)},
+      {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange) {
+        Value p = linalg::IndexOp::create(nb, nl, 0);
+        Value col = linalg::IndexOp::create(nb, nl, 1);
+        Value row = arith::MinSIOp::create(
+            nb, nl, arith::AddIOp::create(nb, nl, rowBase, p), lastRow);
+        Value byteCol = col, blockScale;
+        if (packed) {
+          Value two = arith::ConstantIndexOp::create(nb, nl, 2);
+          Value block = arith::ConstantIndexOp::create(nb, nl, 32);
+          byteCol = arith::DivUIOp::create(nb, nl, col, two);
+          blockScale = tensor::ExtractOp::create(
+              nb, nl, scales,
+              ValueRange{row, arith::DivUIOp::create(nb, nl, col, block)});
+        }
+        Value raw =
+            tensor::ExtractOp::create(nb, nl, kv, ValueRange{row, byteCol});
+        linalg::YieldOp::create(nb, nl,
+                                decoder.decode(nb, nl, raw, blockScale, col));
+      });
+}
+
+std::pair<Value, Value> PartialDecodeTiler::emitItem(Value seq, Value begin,
+                                                     Value end,
+                                                     const KVDecoder &decoder) {
+  Value c1 = cIndex(1);
+  Value next = arith::AddIOp::create(b, loc, seq, c1);
+  Value qBegin = loadIndex(op.getQoIndptr(), seq);
+  Value qLen = arith::SubIOp::create(
+      b, loc, loadIndex(op.getQoIndptr(), next), qBegin);
+  Value kvBegin = loadIndex(op.getKvIndptr(), seq);
+  Value kvLen = arith::SubIOp::create(
+      b, loc, loadIndex(op.getKvIndptr(), next), kvBegin);
+  Value qRows = slice(op.getQ(), {qBegin, attr(0), attr(0)},
+                      {qLen, attr(numHeads), attr(qkDim)});
+  // Token t sees the positions before visibleEnd + t.
+  Value visibleEnd = arith::SubIOp::create(
+      b, loc, kvLen, arith::SubIOp::create(b, loc, qLen, c1));
+  // The item's last row; an empty item runs no tile, so it is never read.
+  Value lastRow = arith::SubIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, kvBegin, end), c1);
+
+  OpFoldResult heads = attr(numHeads);
+  SmallVector<Value> inits = {
+      filled({qLen, heads}, f32, cF32(kNegInf)),            // running max
+      filled({qLen, heads}, f32, cF32(0.0)),                // running sum
+      filled({qLen, heads, attr(vDim)}, f32, cF32(0.0))};   // accumulator
+  double smScale = op.getEffectiveSmScale();
+
+  auto tileLoop = scf::ForOp::create(
+      b, loc, begin, end, cIndex(tile), inits,
+      [&](OpBuilder &lb, Location, Value tileStart, ValueRange carried) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(lb.getInsertionBlock());
+        Value runMax = carried[0], runSum = carried[1], acc = carried[2];
+        Value keys = gatherTile(
+            arith::AddIOp::create(b, loc, kvBegin, tileStart), lastRow,
+            decoder);
+
+        // Scores of every (token, head) against the tile: loops (t, h, p, d).
+        Value scores = generic(
+            filled({qLen, heads, attr(tile)}, f32, cF32(0.0)), {qRows, keys},
+            {map(4, {0, 1, 3}), map(4, {2, 3}), map(4, {0, 1, 2})},
+            {kPar, kPar, kPar, kRed},
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              Value qv = arith::ExtFOp::create(nb, nl, f32, a[0]);
+              Value prod = arith::MulFOp::create(nb, nl, qv, a[1]);
+              linalg::YieldOp::create(
+                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], prod)});
+            });
+
+        // Scale; mask the tail (pos >= end) and the causal future.
+        Value scale = cF32(smScale), ninf = cF32(kNegInf);
+        AffineMap id3 = identity(3), rowMap = map(3, {0, 1}), id2 = identity(2);
+        Value masked = generic(
+            scores, ValueRange{}, {id3}, {kPar, kPar, kPar},
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              Value t = linalg::IndexOp::create(nb, nl, 0);
+              Value p = linalg::IndexOp::create(nb, nl, 2);
+              Value pos = arith::AddIOp::create(nb, nl, tileStart, p);
+              Value inItem = arith::CmpIOp::create(
+                  nb, nl, arith::CmpIPredicate::slt, pos, end);
+              Value causal = arith::CmpIOp::create(
+                  nb, nl, arith::CmpIPredicate::slt, pos,
+                  arith::AddIOp::create(nb, nl, visibleEnd, t));
+              Value visible = arith::AndIOp::create(nb, nl, inItem, causal);
+              Value s = arith::MulFOp::create(nb, nl, a[0], scale);
+              linalg::YieldOp::create(
+                  nb, nl,
+                  ValueRange{arith::SelectOp::create(nb, nl, visible, s, ninf)});
+            });
+
+        // m' = max(m, max_p s); a = exp(m - m'); p = exp(s - m').
+        Value tileMax = generic(
+            filled({qLen, heads}, f32, ninf), masked, {id3, rowMap},
+            {kPar, kPar, kRed}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+              linalg::YieldOp::create(
+                  nb, nl,
+                  ValueRange{arith::MaximumFOp::create(nb, nl, a[0], a[1])});
+            });
+        Value newMax = generic(
+            empty({qLen, heads}, f32), {runMax, tileMax}, {id2, id2, id2},
+            {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+              linalg::YieldOp::create(
+                  nb, nl,
+                  ValueRange{arith::MaximumFOp::create(nb, nl, a[0], a[1])});
+            });
+        Value rescale = generic(
+            empty({qLen, heads}, f32), {runMax, newMax}, {id2, id2, id2},
+            {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+              Value shift = guardedShift(nb, nl, a[1]);
+              linalg::YieldOp::create(
+                  nb, nl,
+                  ValueRange{math::ExpOp::create(
+                      nb, nl, arith::SubFOp::create(nb, nl, a[0], shift))});
+            });
+        Value probs = generic(
+            masked, newMax, {rowMap, id3}, {kPar, kPar, kPar},
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              Value shift = guardedShift(nb, nl, a[0]);
+              linalg::YieldOp::create(
+                  nb, nl,
+                  ValueRange{math::ExpOp::create(
+                      nb, nl, arith::SubFOp::create(nb, nl, a[1], shift))});
+            });
+
+        // l' = a * l + sum_p p.
+        Value scaledSum = generic(
+            empty({qLen, heads}, f32), {runSum, rescale}, {id2, id2, id2},
+            {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+              linalg::YieldOp::create(
+                  nb, nl, ValueRange{arith::MulFOp::create(nb, nl, a[0], a[1])});
+            });
+        Value newSum = generic(
+            scaledSum, probs, {id3, rowMap}, {kPar, kPar, kRed},
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              linalg::YieldOp::create(
+                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[0], a[1])});
+            });
+
+        // acc' = a * acc + p · V, V = the first Dv columns of the tile.
+        Value scaledAcc = generic(
+            acc, rescale, {rowMap, id3}, {kPar, kPar, kPar},
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              linalg::YieldOp::create(
+                  nb, nl, ValueRange{arith::MulFOp::create(nb, nl, a[1], a[0])});
+            });
+        Value values = slice(keys, {attr(0), attr(0)}, {attr(tile), attr(vDim)});
+        Value newAcc = generic(
+            scaledAcc, {probs, values},
+            {map(4, {0, 1, 2}), map(4, {2, 3}), map(4, {0, 1, 3})},
+            {kPar, kPar, kRed, kPar},
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              Value prod = arith::MulFOp::create(nb, nl, a[0], a[1]);
+              linalg::YieldOp::create(
+                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], prod)});
+            });
+        scf::YieldOp::create(b, loc, ValueRange{newMax, newSum, newAcc});
+      });
+
+  // out = acc / l and lse = m + log l; an item a token sees nothing of
+  // (l = 0) gives zeros and -inf.
+  Value runMax = tileLoop.getResult(0), runSum = tileLoop.getResult(1),
+        acc = tileLoop.getResult(2);
+  AffineMap id3 = identity(3), rowMap = map(3, {0, 1}), id2 = identity(2);
+  Value out = generic(
+      empty({qLen, heads, attr(vDim)}, f32), {acc, runSum}, {id3, rowMap, id3},
+      {kPar, kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0));
+        Value isEmpty = arith::CmpFOp::create(
+            nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
+        linalg::YieldOp::create(
+            nb, nl,
+            ValueRange{arith::SelectOp::create(
+                nb, nl, isEmpty, zero, arith::DivFOp::create(nb, nl, a[0], a[1]))});
+      });
+  Value lse = generic(
+      empty({qLen, heads}, f32), {runMax, runSum}, {id2, id2, id2},
+      {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0));
+        Value minusInf =
+            arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(kNegInf));
+        Value isEmpty = arith::CmpFOp::create(
+            nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
+        Value l = arith::AddFOp::create(nb, nl, a[0],
+                                        math::LogOp::create(nb, nl, a[1]));
+        linalg::YieldOp::create(
+            nb, nl,
+            ValueRange{arith::SelectOp::create(nb, nl, isEmpty, minusInf, l)});
+      });
+  return {out, lse};
+}
+
+SmallVector<Value> PartialDecodeTiler::run() {
+  Value items = op.getWorkItems();
+  Value numItems = tensor::DimOp::create(b, loc, items, cIndex(0));
+  OpFoldResult heads = attr(numHeads);
+  OpFoldResult maxTokens = attr(kMaxQueryTokens);
+  SmallVector<Value> inits = {
+      filled({numItems, maxTokens, heads, attr(vDim)}, f32, cF32(0.0)),
+      filled({numItems, maxTokens, heads}, f32, cF32(kNegInf))};
+  // Decode tables are built once, outside every loop.
+  KVDecoder decoder(b, loc, op.getKvFormat(), op.getKvScale());
+
+  auto itemLoop = scf::ForOp::create(
+      b, loc, cIndex(0), numItems, cIndex(1), inits,
+      [&](OpBuilder &lb, Location, Value item, ValueRange carried) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(lb.getInsertionBlock());
+        Value seq = loadIndex(items, {item, cIndex(0)});
+        Value begin = loadIndex(items, {item, cIndex(1)});
+        Value end = loadIndex(items, {item, cIndex(2)});
+        Value slot = loadIndex(items, {item, cIndex(3)});
+        auto [out, lse] = emitItem(seq, begin, end, decoder);
+        Value qLen = tensor::DimOp::create(b, loc, out, cIndex(0));
+        Value partialOut =
+            insert(out, carried[0], {slot, attr(0), attr(0), attr(0)},
+                   {attr(1), qLen, heads, attr(vDim)});
+        Value partialLse = insert(lse, carried[1], {slot, attr(0), attr(0)},
+                                  {attr(1), qLen, heads});
+        scf::YieldOp::create(b, loc, ValueRange{partialOut, partialLse});
+      });
+  return SmallVector<Value>(itemLoop.getResults());
+}
+
+struct MLATilePass : public mla::impl::MLATilePassBase<MLATilePass> {
+  void runOnOperation() override {
+    SmallVector<PartialDecodeOp> ops;
+    getOperation()->walk([&](PartialDecodeOp op) { ops.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (PartialDecodeOp op : ops) {
+      rewriter.setInsertionPoint(op);
+      rewriter.replaceOp(op, PartialDecodeTiler(op, rewriter).run());
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,144 @@
+// Malformed configs, targets and split-level ops, one case per split.
+// RUN: mla-opt %s --split-input-file --verify-diagnostics
+
+func.func @f() attributes {
+  // expected-error @+1 {{kv_tile = 48 must be a positive power of two}}
+  x = #mla.config<kv_tile = 48, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>
+} {
+  return
+}
+
+// -----
+
+func.func @f() attributes {
+  // expected-error @+1 {{balanced split_policy chooses the splits itself; got splits = 3}}
+  x = #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced, splits = 3>
+} {
+  return
+}
+
+// -----
+
+func.func @f() attributes {
+  // expected-error @+1 {{compute_units, xcds and wave_size must be positive}}
+  x = #mla.target<name = "x", arch = "gfx950", compute_units = 0, xcds = 1, wave_size = 64, lds_bytes = 0, vector_registers = 0, hbm_gbps = 0, matrix_instructions = []>
+} {
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>) {
+  // expected-error @+1 {{'mla.config' needs an 'mla.target' beside it}}
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xbf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      {kv_format = #mla.kv_format<bf16>,
+       mla.config = #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>}
+      -> tensor<?x16x512xbf16>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{'mla.config' configures mla.decode ops only}}
+  %c = arith.constant {mla.config = #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>} 0 : i32
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{unknown mla attribute 'mla.tile'}}
+  %c = arith.constant {mla.tile = 4} 0 : i32
+  return
+}
+
+// -----
+
+// A hand-written config is checked against the target beside it: fp8 rows of
+// 576 bytes, 2 stages of 64 rows = 73728 bytes > 65536.
+func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xf8E4M3FN>, %s: tensor<1xf32>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>) {
+  // expected-error @+1 {{config needs 73728 bytes of LDS (2 stages x 64 kv rows), target small has 65536}}
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xf8E4M3FN>) scale(%s : tensor<1xf32>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      {kv_format = #mla.kv_format<fp8>,
+       mla.config = #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>,
+       mla.target = #mla.target<name = "small", arch = "gfx950", compute_units = 8, xcds = 1, wave_size = 64, lds_bytes = 65536, vector_registers = 512, hbm_gbps = 100, matrix_instructions = []>}
+      -> tensor<?x16x512xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%kvp: tensor<?xi32>) {
+  // expected-error @+1 {{work_items must have shape [num_items, 4], got [?, 3]}}
+  %i, %p = mla.plan_splits %kvp {
+      config = #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>,
+      target = #mla.target<name = "x", arch = "host", compute_units = 1, xcds = 1, wave_size = 1, lds_bytes = 0, vector_registers = 0, hbm_gbps = 0, matrix_instructions = []>}
+      : tensor<?xi32> -> tensor<?x3xi32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @f(%kvp: tensor<5xi32>) {
+  // expected-error @+1 {{item_indptr must have the shape of kv_indptr [B+1], got [4]}}
+  %i, %p = mla.plan_splits %kvp {
+      config = #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>,
+      target = #mla.target<name = "x", arch = "host", compute_units = 1, xcds = 1, wave_size = 1, lds_bytes = 0, vector_registers = 0, hbm_gbps = 0, matrix_instructions = []>}
+      : tensor<5xi32> -> tensor<?x4xi32>, tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %w: tensor<?x4xi32>) {
+  // expected-error @+1 {{partial_out must have shape [num_items, 4, H, Dv] = [?, 4, 16, 512], got [?, 1, 16, 512]}}
+  %po, %pl = mla.partial_decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xbf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) work(%w : tensor<?x4xi32>)
+      {kv_format = #mla.kv_format<bf16>,
+       config = #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>}
+      -> tensor<?x1x16x512xf32>, tensor<?x4x16xf32>
+  return
+}
+
+// -----
+
+// partial_decode shares mla.decode's operand checks.
+func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xf8E4M3FN>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %w: tensor<?x4xi32>) {
+  // expected-error @+1 {{kv_format fp8 requires a kv_scale operand of type tensor<1xf32>}}
+  %po, %pl = mla.partial_decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xf8E4M3FN>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) work(%w : tensor<?x4xi32>)
+      {kv_format = #mla.kv_format<fp8>,
+       config = #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>}
+      -> tensor<?x4x16x512xf32>, tensor<?x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%po: tensor<?x16x512xf32>, %pl: tensor<?x4x16xf32>, %ip: tensor<?xi32>, %qo: tensor<?xi32>, %t: index) {
+  // expected-error @+1 {{partial_out must have shape [num_items, 4, H, Dv], got [?, 16, 512]}}
+  %o = mla.combine partials(%po, %pl : tensor<?x16x512xf32>, tensor<?x4x16xf32>)
+      indptr(%ip, %qo : tensor<?xi32>, tensor<?xi32>) tokens(%t) -> tensor<?x16x512xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%po: tensor<?x4x16x512xf32>, %pl: tensor<?x4x16xf32>, %ip: tensor<?xi32>, %qo: tensor<?xi32>, %t: index) {
+  // expected-error @+1 {{out must have shape [T, H, Dv] = [?, 16, 512], got [?, 32, 512]}}
+  %o = mla.combine partials(%po, %pl : tensor<?x4x16x512xf32>, tensor<?x4x16xf32>)
+      indptr(%ip, %qo : tensor<?xi32>, tensor<?xi32>) tokens(%t) -> tensor<?x32x512xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%po: tensor<?x4x16x512xf32>, %pl: tensor<?x4x16xf32>, %ip: tensor<3xi32>, %qo: tensor<4xi32>, %t: index) {
+  // expected-error @+1 {{item_indptr and qo_indptr must both be [B+1]}}
+  %o = mla.combine partials(%po, %pl : tensor<?x4x16x512xf32>, tensor<?x4x16xf32>)
+      indptr(%ip, %qo : tensor<3xi32>, tensor<4xi32>) tokens(%t) -> tensor<?x16x512xbf16>
+  return
+}
