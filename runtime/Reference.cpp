@@ -120,7 +120,7 @@ ErrorReport mla::compareWithReference(const ReferenceResult &ref,
       continue;
     }
     double err = std::fabs(got - want);
-    if (!(err <= 1e-4 + 1e-5 * std::fabs(want)))
+    if (!(err <= 1e-4 + 1e-6 * std::fabs(want)))
       ++report.numLseMismatches;
     if (std::isfinite(err))
       report.lseMaxAbsErr = std::max(report.lseMaxAbsErr, err);

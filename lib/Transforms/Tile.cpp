@@ -96,9 +96,13 @@ std::pair<Value, Value> PartialDecodeTiler::emitItem(Value seq, Value begin,
       b, loc, arith::AddIOp::create(b, loc, kvBegin, end), c1);
 
   OpFoldResult heads = attr(numHeads);
+  Type f64 = b.getF64Type();
   SmallVector<Value> inits = {
       filled({qLen, heads}, f32, cF32(kNegInf)),            // running max
-      filled({qLen, heads}, f32, cF32(0.0)),                // running sum
+      // The running sum is f64: over tens of thousands of rows an f32 sum
+      // drifts by >1e-4 in the lse (measured at kv_len 32768, one item).
+      filled({qLen, heads}, f64,
+             arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0.0))),
       filled({qLen, heads, attr(vDim)}, f32, cF32(0.0))};   // accumulator
   double smScale = op.getEffectiveSmScale();
 
@@ -181,16 +185,18 @@ std::pair<Value, Value> PartialDecodeTiler::emitItem(Value seq, Value begin,
 
         // l' = a * l + sum_p p.
         Value scaledSum = generic(
-            empty({qLen, heads}, f32), {runSum, rescale}, {id2, id2, id2},
+            empty({qLen, heads}, f64), {runSum, rescale}, {id2, id2, id2},
             {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+              Value a64 = arith::ExtFOp::create(nb, nl, f64, a[1]);
               linalg::YieldOp::create(
-                  nb, nl, ValueRange{arith::MulFOp::create(nb, nl, a[0], a[1])});
+                  nb, nl, ValueRange{arith::MulFOp::create(nb, nl, a[0], a64)});
             });
         Value newSum = generic(
             scaledSum, probs, {id3, rowMap}, {kPar, kPar, kRed},
             [&](OpBuilder &nb, Location nl, ValueRange a) {
+              Value p64 = arith::ExtFOp::create(nb, nl, f64, a[0]);
               linalg::YieldOp::create(
-                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[0], a[1])});
+                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, p64, a[1])});
             });
 
         // acc' = a * acc + p · V, V = the first Dv columns of the tile.
@@ -222,23 +228,26 @@ std::pair<Value, Value> PartialDecodeTiler::emitItem(Value seq, Value begin,
       empty({qLen, heads, attr(vDim)}, f32), {acc, runSum}, {id3, rowMap, id3},
       {kPar, kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
         Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0));
+        Value sum = arith::TruncFOp::create(nb, nl, f32, a[1]);
         Value isEmpty = arith::CmpFOp::create(
-            nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
+            nb, nl, arith::CmpFPredicate::OEQ, sum, zero);
         linalg::YieldOp::create(
             nb, nl,
             ValueRange{arith::SelectOp::create(
-                nb, nl, isEmpty, zero, arith::DivFOp::create(nb, nl, a[0], a[1]))});
+                nb, nl, isEmpty, zero, arith::DivFOp::create(nb, nl, a[0], sum))});
       });
   Value lse = generic(
       empty({qLen, heads}, f32), {runMax, runSum}, {id2, id2, id2},
       {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
-        Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0));
+        Value zero = arith::ConstantOp::create(nb, nl, nb.getF64FloatAttr(0.0));
         Value minusInf =
             arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(kNegInf));
         Value isEmpty = arith::CmpFOp::create(
             nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
-        Value l = arith::AddFOp::create(nb, nl, a[0],
-                                        math::LogOp::create(nb, nl, a[1]));
+        Value l64 = arith::AddFOp::create(
+            nb, nl, arith::ExtFOp::create(nb, nl, f64, a[0]),
+            math::LogOp::create(nb, nl, a[1]));
+        Value l = arith::TruncFOp::create(nb, nl, f32, l64);
         linalg::YieldOp::create(
             nb, nl,
             ValueRange{arith::SelectOp::create(nb, nl, isEmpty, minusInf, l)});

@@ -209,7 +209,7 @@ int main(int argc, char **argv) {
                                report.relErr, report.maxAbsErr, report.lseMaxAbsErr);
   llvm::outs() << llvm::format(
       "tolerance: rel_err <= %.1e, |out - ref| <= %.0e + %.0e * |ref|, "
-      "|lse - ref| <= 1e-4 + 1e-5 * |ref|\n",
+      "|lse - ref| <= 1e-4 + 1e-6 * |ref|\n",
       tol.maxRelErr, tol.atol, tol.rtol);
   if (!report.passed(tol)) {
     llvm::outs() << "FAIL: " << report.numOutOfTolerance
