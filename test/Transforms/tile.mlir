@@ -17,7 +17,7 @@
 // The item's last cache row bounds every load.
 // CHECK:   %[[LASTEND:.+]] = arith.addi %{{.+}}, %[[END]]
 // CHECK:   %[[LAST:.+]] = arith.subi %[[LASTEND]], %c1
-// CHECK:   scf.for %[[T0:.+]] = %[[BEGIN]] to %[[END]] step %c16 iter_args(%[[M:.+]] = %{{.+}}, %[[L:.+]] = %{{.+}}, %[[ACC:.+]] = %{{.+}}) -> (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16x512xf32>)
+// CHECK:   scf.for %[[T0:.+]] = %[[BEGIN]] to %[[END]] step %c16 iter_args(%[[M:.+]] = %{{.+}}, %[[L:.+]] = %{{.+}}, %[[ACC:.+]] = %{{.+}}) -> (tensor<?x16xf32>, tensor<?x16xf64>, tensor<?x16x512xf32>)
 // CHECK:     %[[TILE:.+]] = linalg.generic {{.+}} outs(%{{.+}} : tensor<16x576xf32>)
 // CHECK:       arith.minsi %{{.+}}, %[[LAST]] : index
 // CHECK:       arith.extf %{{.+}} : bf16 to f32
@@ -36,7 +36,8 @@
 // CHECK:       math.exp
 // CHECK:     %[[P:.+]] = linalg.generic {{.+}} ins(%[[MNEW]] :
 // CHECK:       math.exp
-// CHECK:     %[[LSCALED:.+]] = linalg.generic {{.+}} ins(%[[L]], %[[ALPHA]] :
+// The running sum is f64.
+// CHECK:     %[[LSCALED:.+]] = linalg.generic {{.+}} ins(%[[L]], %[[ALPHA]] : tensor<?x16xf64>, tensor<?x16xf32>) outs(%{{.+}} : tensor<?x16xf64>)
 // CHECK:     %[[LNEW:.+]] = linalg.generic {{.+}} ins(%[[P]] : tensor<?x16x16xf32>) outs(%[[LSCALED]] :
 // CHECK:     %[[ASCALED:.+]] = linalg.generic {{.+}} ins(%[[ALPHA]] : tensor<?x16xf32>) outs(%[[ACC]] :
 // CHECK:     %[[V:.+]] = tensor.extract_slice %[[TILE]][0, 0] [16, 512] [1, 1]
