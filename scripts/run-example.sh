@@ -14,3 +14,6 @@ echo "== mla-opt --mla-decode-to-cpu: lowers to the LLVM dialect"
 
 echo "== mla-run: fp8 KV, a variable-length batch, 2 query tokens per sequence"
 "$bin/mla-run" --generate --format fp8 --kv-len 1000,17,1,0 --q-len 2 --heads 16 --seed 1
+
+echo "== mla-run: the same batch through planned split-KV and KV tiles with online softmax"
+"$bin/mla-run" --generate --format fp8 --kv-len 1000,17,1,0 --q-len 2 --heads 16 --seed 1 --pipeline split
