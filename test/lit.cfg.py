@@ -21,5 +21,8 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tools = [
     ToolSubst("mla-opt", unresolved="fatal"),
     ToolSubst("mla-run", unresolved="fatal"),
+    ToolSubst("mla-translate", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, [config.mla_tools_dir])
+config.substitutions.append(
+    ("%{mla-translate-path}", os.path.join(config.mla_tools_dir, "mla-translate")))

@@ -1,0 +1,45 @@
+//===- CodeObject.h - gfx950 code objects from the ROCDL level --*- C++ -*-===//
+//
+// L5 of the pipeline: a `gpu.module` lowered to the LLVM/ROCDL dialects
+// becomes LLVM IR, gfx950 assembly, and an HSA code object (an ELF linked by
+// LLVM's ld.lld), all in-process through LLVM's AMDGPU backend; no ROCm
+// install is involved. The kernel report reads a code object back.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_TARGET_AMDGPU_CODEOBJECT_H
+#define MLA_TARGET_AMDGPU_CODEOBJECT_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+
+namespace mla::amdgpu {
+
+/// The chip a gpu.module is compiled for: its `#rocdl.target` chip, or
+/// gfx950 when it has none.
+std::string getChip(mlir::gpu::GPUModuleOp module);
+
+/// Translates a ROCDL-level gpu.module to an LLVM module for
+/// amdgcn-amd-amdhsa / `chip`, optimized at -O3.
+llvm::Expected<std::unique_ptr<llvm::Module>>
+translateToLLVMIR(mlir::gpu::GPUModuleOp module, llvm::LLVMContext &context);
+
+/// Runs the AMDGPU backend on `module`.
+llvm::Expected<std::string> emitAssembly(llvm::Module &module);
+llvm::Expected<std::string> emitObject(llvm::Module &module);
+
+/// Links a relocatable object into a code object with ld.lld (-shared).
+llvm::Expected<std::string> linkCodeObject(llvm::StringRef object);
+
+/// Per kernel: registers, LDS, scratch, occupancy, and instruction counts
+/// (MFMA, global loads by width, LDS-DMA loads, s_waitcnt, scratch access).
+llvm::Error printKernelReport(llvm::StringRef codeObject, llvm::raw_ostream &os);
+
+} // namespace mla::amdgpu
+
+#endif // MLA_TARGET_AMDGPU_CODEOBJECT_H

@@ -1,0 +1,421 @@
+//===- CodeObject.cpp - gfx950 code objects from the ROCDL level ----------===//
+
+#include "mla/Target/AMDGPU/CodeObject.h"
+
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/ROCDL/ROCDLToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/BinaryFormat/MsgPackDocument.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/MC/MCAsmInfo.h"
+#include "llvm/MC/MCContext.h"
+#include "llvm/MC/MCDisassembler/MCDisassembler.h"
+#include "llvm/MC/MCInst.h"
+#include "llvm/MC/MCInstPrinter.h"
+#include "llvm/MC/MCInstrInfo.h"
+#include "llvm/MC/MCRegisterInfo.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/MCTargetOptions.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+using namespace mla;
+using namespace mla::amdgpu;
+
+namespace {
+constexpr llvm::StringLiteral kTriple = "amdgcn-amd-amdhsa";
+
+llvm::Error error(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+void initializeAMDGPU() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeAMDGPUTargetInfo();
+    LLVMInitializeAMDGPUTarget();
+    LLVMInitializeAMDGPUTargetMC();
+    LLVMInitializeAMDGPUAsmPrinter();
+    LLVMInitializeAMDGPUAsmParser();
+    LLVMInitializeAMDGPUDisassembler();
+  });
+}
+
+llvm::Expected<const llvm::Target *> lookupAMDGPU() {
+  initializeAMDGPU();
+  std::string message;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(llvm::Triple(kTriple), message);
+  if (!target)
+    return error("the AMDGPU backend is not available: " + message);
+  return target;
+}
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(llvm::StringRef chip) {
+  auto target = lookupAMDGPU();
+  if (!target)
+    return target.takeError();
+  std::unique_ptr<llvm::TargetMachine> machine((*target)->createTargetMachine(
+      llvm::Triple(kTriple), chip, /*Features=*/"", llvm::TargetOptions(),
+      /*RM=*/std::nullopt, /*CM=*/std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    return error("cannot create an AMDGPU target machine for '" + chip + "'");
+  return machine;
+}
+
+llvm::Expected<std::string> emit(llvm::Module &module,
+                                 llvm::CodeGenFileType kind) {
+  std::string chip = module.getTargetTriple().str() == kTriple
+                         ? std::string()
+                         : std::string();
+  // The chip travels on the functions' "target-cpu" attribute.
+  for (llvm::Function &fn : module)
+    if (fn.hasFnAttribute("target-cpu")) {
+      chip = fn.getFnAttribute("target-cpu").getValueAsString().str();
+      break;
+    }
+  if (chip.empty())
+    chip = "gfx950";
+  auto machine = createTargetMachine(chip);
+  if (!machine)
+    return machine.takeError();
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream stream(buffer);
+  llvm::legacy::PassManager passes;
+  if ((*machine)->addPassesToEmitFile(passes, stream, nullptr, kind))
+    return error("the AMDGPU backend cannot emit this file type");
+  passes.run(module);
+  return std::string(buffer.str());
+}
+} // namespace
+
+std::string mla::amdgpu::getChip(mlir::gpu::GPUModuleOp module) {
+  if (mlir::ArrayAttr targets = module.getTargetsAttr())
+    for (mlir::Attribute attr : targets)
+      if (auto rocdl = llvm::dyn_cast<mlir::ROCDL::ROCDLTargetAttr>(attr))
+        return rocdl.getChip().str();
+  return "gfx950";
+}
+
+llvm::Expected<std::unique_ptr<llvm::Module>>
+mla::amdgpu::translateToLLVMIR(mlir::gpu::GPUModuleOp module,
+                               llvm::LLVMContext &context) {
+  mlir::MLIRContext *ctx = module->getContext();
+  mlir::DialectRegistry registry;
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerGPUDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  mlir::registerROCDLDialectTranslation(registry);
+  ctx->appendDialectRegistry(registry);
+
+  std::string chip = getChip(module);
+  std::unique_ptr<llvm::Module> llvmModule =
+      mlir::translateModuleToLLVMIR(module, context, module.getName());
+  if (!llvmModule)
+    return error("gpu.module @" + module.getName() +
+                 " does not translate to LLVM IR (is it lowered to ROCDL?)");
+  auto machine = createTargetMachine(chip);
+  if (!machine)
+    return machine.takeError();
+  llvmModule->setTargetTriple(llvm::Triple(kTriple));
+  llvmModule->setDataLayout((*machine)->createDataLayout());
+  for (llvm::Function &fn : *llvmModule)
+    if (!fn.isDeclaration())
+      fn.addFnAttr("target-cpu", chip);
+  if (!llvmModule->getModuleFlag("amdhsa_code_object_version"))
+    llvmModule->addModuleFlag(llvm::Module::Error,
+                              "amdhsa_code_object_version", 500);
+  auto optimize = mlir::makeOptimizingTransformer(/*optLevel=*/3,
+                                                  /*sizeLevel=*/0,
+                                                  machine->get());
+  if (llvm::Error err = optimize(llvmModule.get()))
+    return std::move(err);
+  return llvmModule;
+}
+
+llvm::Expected<std::string> mla::amdgpu::emitAssembly(llvm::Module &module) {
+  return emit(module, llvm::CodeGenFileType::AssemblyFile);
+}
+
+llvm::Expected<std::string> mla::amdgpu::emitObject(llvm::Module &module) {
+  return emit(module, llvm::CodeGenFileType::ObjectFile);
+}
+
+llvm::Expected<std::string>
+mla::amdgpu::linkCodeObject(llvm::StringRef object) {
+  // ld.lld of LLVM 22, found at configure time; MLA_LD_LLD overrides it.
+  std::string linker = MLA_LD_LLD_PATH;
+  if (const char *env = std::getenv("MLA_LD_LLD"))
+    linker = env;
+  if (!llvm::sys::fs::can_execute(linker))
+    return error("cannot run the linker '" + linker +
+                 "' (install lld-22 or set MLA_LD_LLD)");
+
+  llvm::SmallString<128> objectPath, outputPath, logPath;
+  int fd;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("mla-kernel", "o", fd, objectPath))
+    return error("cannot create a temporary file: " + ec.message());
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << object;
+  }
+  llvm::sys::fs::createTemporaryFile("mla-kernel", "hsaco", outputPath);
+  llvm::sys::fs::createTemporaryFile("mla-kernel", "log", logPath);
+  auto cleanup = llvm::make_scope_exit([&] {
+    llvm::sys::fs::remove(objectPath);
+    llvm::sys::fs::remove(outputPath);
+    llvm::sys::fs::remove(logPath);
+  });
+  llvm::StringRef args[] = {linker, "-shared", "--no-undefined", objectPath,
+                            "-o", outputPath};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(),
+                                                logPath.str()};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(linker, args, std::nullopt, redirects,
+                                     /*SecondsToWait=*/60, 0, &message);
+  if (rc != 0) {
+    std::string log;
+    if (auto buffer = llvm::MemoryBuffer::getFile(logPath))
+      log = (*buffer)->getBuffer().trim().str();
+    return error("ld.lld failed (" + llvm::Twine(rc) + "): " + message + log);
+  }
+  auto buffer = llvm::MemoryBuffer::getFile(outputPath, /*IsText=*/false);
+  if (!buffer)
+    return error("cannot read the linked code object: " +
+                 buffer.getError().message());
+  return (*buffer)->getBuffer().str();
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel report
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct KernelMetadata {
+  std::string name;
+  int64_t vgprs = 0, agprs = 0, sgprs = 0, lds = 0, scratch = 0;
+  int64_t vgprSpills = 0, sgprSpills = 0, maxFlatWorkgroupSize = 0;
+  int64_t wavefrontSize = 64;
+};
+
+int64_t intField(llvm::msgpack::MapDocNode &map, llvm::StringRef key) {
+  auto it = map.find(key);
+  if (it == map.end())
+    return 0;
+  llvm::msgpack::DocNode &node = it->second;
+  if (node.getKind() == llvm::msgpack::Type::UInt)
+    return node.getUInt();
+  if (node.getKind() == llvm::msgpack::Type::Int)
+    return node.getInt();
+  return 0;
+}
+
+/// Mnemonic classes the report counts.
+std::string classify(llvm::StringRef mnemonic) {
+  if (mnemonic.starts_with("v_mfma"))
+    return "mfma";
+  if (mnemonic.starts_with("global_load_lds_") ||
+      (mnemonic.starts_with("buffer_load_") && mnemonic.contains("lds")))
+    return "lds_dma_load";
+  if (mnemonic.starts_with("global_load_"))
+    return ("global_load." + mnemonic.drop_front(strlen("global_load_"))).str();
+  if (mnemonic.starts_with("scratch_") ||
+      (mnemonic.starts_with("buffer_") && mnemonic.contains("store")))
+    return "scratch";
+  if (mnemonic.starts_with("s_waitcnt"))
+    return "s_waitcnt";
+  if (mnemonic.starts_with("ds_read") || mnemonic.starts_with("ds_load"))
+    return "lds_read";
+  if (mnemonic.starts_with("ds_write") || mnemonic.starts_with("ds_store"))
+    return "lds_write";
+  return "";
+}
+} // namespace
+
+llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
+                                           llvm::raw_ostream &os) {
+  auto objectOr = llvm::object::ObjectFile::createELFObjectFile(
+      llvm::MemoryBufferRef(codeObject, "code object"));
+  if (!objectOr)
+    return error("not an ELF file: " + llvm::toString(objectOr.takeError()));
+  auto *elf = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(objectOr->get());
+  if (!elf || elf->getArch() != llvm::Triple::amdgcn)
+    return error("not an AMDGPU code object");
+  const auto &file = elf->getELFFile();
+
+  // Kernel metadata: the NT_AMDGPU_METADATA note (msgpack).
+  std::vector<KernelMetadata> kernels;
+  auto headers = file.program_headers();
+  if (!headers)
+    return error("malformed program headers");
+  llvm::msgpack::Document doc;
+  for (const auto &phdr : *headers) {
+    if (phdr.p_type != llvm::ELF::PT_NOTE)
+      continue;
+    llvm::Error err = llvm::Error::success();
+    for (const auto &note : file.notes(phdr, err)) {
+      if (note.getName() != "AMDGPU" ||
+          note.getType() != llvm::ELF::NT_AMDGPU_METADATA)
+        continue;
+      if (!doc.readFromBlob(note.getDescAsStringRef(4), false))
+        return error("unreadable AMDGPU metadata note");
+      auto root = doc.getRoot();
+      if (root.getKind() != llvm::msgpack::Type::Map)
+        return error("malformed AMDGPU metadata");
+      auto &rootMap = root.getMap();
+      auto it = rootMap.find("amdhsa.kernels");
+      if (it == rootMap.end() ||
+          it->second.getKind() != llvm::msgpack::Type::Array)
+        continue;
+      for (auto &node : it->second.getArray()) {
+        if (node.getKind() != llvm::msgpack::Type::Map)
+          continue;
+        auto &map = node.getMap();
+        KernelMetadata k;
+        auto name = map.find(".name");
+        if (name != map.end() &&
+            name->second.getKind() == llvm::msgpack::Type::String)
+          k.name = name->second.getString().str();
+        k.vgprs = intField(map, ".vgpr_count");
+        k.agprs = intField(map, ".agpr_count");
+        k.sgprs = intField(map, ".sgpr_count");
+        k.lds = intField(map, ".group_segment_fixed_size");
+        k.scratch = intField(map, ".private_segment_fixed_size");
+        k.vgprSpills = intField(map, ".vgpr_spill_count");
+        k.sgprSpills = intField(map, ".sgpr_spill_count");
+        k.maxFlatWorkgroupSize = intField(map, ".max_flat_workgroup_size");
+        k.wavefrontSize = intField(map, ".wavefront_size");
+        kernels.push_back(k);
+      }
+    }
+    if (err)
+      return error("malformed note: " + llvm::toString(std::move(err)));
+  }
+  if (kernels.empty())
+    return error("the code object describes no kernel");
+
+  // Disassemble each kernel's code and count instruction classes.
+  auto target = lookupAMDGPU();
+  if (!target)
+    return target.takeError();
+  llvm::Triple triple(kTriple);
+  std::string chip = "gfx950";
+  if ((file.getHeader().e_flags & llvm::ELF::EF_AMDGPU_MACH) ==
+      llvm::ELF::EF_AMDGPU_MACH_AMDGCN_GFX950)
+    chip = "gfx950";
+  std::unique_ptr<llvm::MCRegisterInfo> regInfo(
+      (*target)->createMCRegInfo(triple));
+  llvm::MCTargetOptions mcOptions;
+  std::unique_ptr<llvm::MCAsmInfo> asmInfo(
+      (*target)->createMCAsmInfo(*regInfo, triple, mcOptions));
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      (*target)->createMCSubtargetInfo(triple, chip, ""));
+  std::unique_ptr<llvm::MCInstrInfo> instrInfo((*target)->createMCInstrInfo());
+  llvm::MCContext mcContext(triple, asmInfo.get(), regInfo.get(),
+                            subtarget.get());
+  std::unique_ptr<llvm::MCDisassembler> disassembler(
+      (*target)->createMCDisassembler(*subtarget, mcContext));
+  std::unique_ptr<llvm::MCInstPrinter> printer((*target)->createMCInstPrinter(
+      triple, asmInfo->getAssemblerDialect(), *asmInfo, *instrInfo, *regInfo));
+  if (!disassembler || !printer)
+    return error("the AMDGPU disassembler is not available");
+
+  llvm::StringMap<std::map<std::string, int64_t>> counts;
+  for (const llvm::object::ELFSymbolRef &symbol : elf->symbols()) {
+    auto type = symbol.getType();
+    auto name = symbol.getName();
+    auto address = symbol.getAddress();
+    auto section = symbol.getSection();
+    if (!type || !name || !address || !section ||
+        *type != llvm::object::SymbolRef::ST_Function ||
+        *section == elf->section_end()) {
+      llvm::consumeError(type.takeError());
+      llvm::consumeError(name.takeError());
+      llvm::consumeError(address.takeError());
+      llvm::consumeError(section.takeError());
+      continue;
+    }
+    auto contents = (*section)->getContents();
+    if (!contents) {
+      llvm::consumeError(contents.takeError());
+      continue;
+    }
+    uint64_t start = *address - (*section)->getAddress();
+    uint64_t size = symbol.getSize();
+    if (start + size > contents->size())
+      continue;
+    llvm::ArrayRef<uint8_t> bytes(
+        reinterpret_cast<const uint8_t *>(contents->data()) + start, size);
+    auto &kernelCounts = counts[*name];
+    for (uint64_t offset = 0; offset < bytes.size();) {
+      llvm::MCInst inst;
+      uint64_t instSize = 0;
+      auto status = disassembler->getInstruction(
+          inst, instSize, bytes.slice(offset), *address + offset, llvm::nulls());
+      if (status != llvm::MCDisassembler::Success || instSize == 0) {
+        offset += 4;
+        continue;
+      }
+      offset += instSize;
+      const char *mnemonic = printer->getMnemonic(inst).first;
+      if (!mnemonic)
+        continue;
+      std::string cls = classify(llvm::StringRef(mnemonic).trim());
+      if (!cls.empty())
+        ++kernelCounts[cls];
+      ++kernelCounts["total"];
+    }
+  }
+
+  for (const KernelMetadata &k : kernels) {
+    // gfx950: 512 unified VGPR+AGPR per lane and SIMD, allocated in
+    // granules of 8; at most 8 waves per SIMD.
+    int64_t regs = k.vgprs + k.agprs;
+    int64_t granule = ((std::max<int64_t>(regs, 1) + 7) / 8) * 8;
+    int64_t wavesByRegs = std::min<int64_t>(8, 512 / granule);
+    os << "kernel " << k.name << "\n";
+    os << "  vgpr " << k.vgprs << "  agpr " << k.agprs << "  sgpr " << k.sgprs
+       << "  (vgpr+agpr " << regs << " of 512)\n";
+    os << "  lds_bytes " << k.lds << "  scratch_bytes " << k.scratch
+       << "  spills vgpr " << k.vgprSpills << " sgpr " << k.sgprSpills << "\n";
+    os << "  max_flat_workgroup_size " << k.maxFlatWorkgroupSize
+       << "  wavefront_size " << k.wavefrontSize << "\n";
+    os << "  occupancy_waves_per_simd " << wavesByRegs << " (by registers)";
+    if (k.lds > 0 && k.maxFlatWorkgroupSize > 0) {
+      int64_t wavesPerGroup =
+          (k.maxFlatWorkgroupSize + k.wavefrontSize - 1) / k.wavefrontSize;
+      int64_t groupsPerCU = (160 * 1024) / k.lds;
+      os << ", " << std::min<int64_t>(8, groupsPerCU * wavesPerGroup / 4)
+         << " (by LDS)";
+    }
+    os << "\n  instructions";
+    auto it = counts.find(k.name);
+    if (it != counts.end())
+      for (auto &[cls, n] : it->second)
+        os << " " << cls << "=" << n;
+    os << "\n";
+  }
+  return llvm::Error::success();
+}

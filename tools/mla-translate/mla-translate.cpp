@@ -1,0 +1,150 @@
+//===- mla-translate.cpp - ROCDL-level modules to LLVM IR / ISA / hsaco ---===//
+//
+// The last step of the gfx950 pipeline: the gpu.module that
+// `mla-opt --mla-decode-to-gfx950` leaves (lowered to the LLVM and ROCDL
+// dialects) becomes LLVM IR, gfx950 assembly or an HSA code object. Each
+// stage is a separate flag so that every level can be read.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/Target/AMDGPU/CodeObject.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace mlir;
+
+namespace {
+void registerDialects(DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registry.insert<mla::MLADialect>();
+  registerAllToLLVMIRTranslations(registry);
+}
+
+/// The gpu.modules of the input; a diagnostic when there is none.
+FailureOr<SmallVector<gpu::GPUModuleOp>> deviceModules(Operation *op) {
+  SmallVector<gpu::GPUModuleOp> modules;
+  op->walk([&](gpu::GPUModuleOp m) { modules.push_back(m); });
+  if (modules.empty())
+    return op->emitError("no gpu.module to compile: run mla-opt "
+                         "--mla-decode-to-gfx950 (or lower a gpu.module to "
+                         "ROCDL) first");
+  return modules;
+}
+
+LogicalResult report(Operation *op, llvm::Error err) {
+  return op->emitError(llvm::toString(std::move(err)));
+}
+
+/// Compiles each gpu.module and hands its LLVM module to `emit`.
+LogicalResult
+forEachDeviceModule(Operation *op,
+                    function_ref<LogicalResult(gpu::GPUModuleOp,
+                                               llvm::Module &)>
+                        emit) {
+  auto modules = deviceModules(op);
+  if (failed(modules))
+    return failure();
+  for (gpu::GPUModuleOp module : *modules) {
+    llvm::LLVMContext context;
+    auto llvmModule = mla::amdgpu::translateToLLVMIR(module, context);
+    if (!llvmModule)
+      return report(module, llvmModule.takeError());
+    if (failed(emit(module, **llvmModule)))
+      return failure();
+  }
+  return success();
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  TranslateFromMLIRRegistration toLLVMIR(
+      "mlir-to-llvmir",
+      "Translate to LLVM IR: each gpu.module as amdgcn-amd-amdhsa device "
+      "code, or a host module lowered to the LLVM dialect",
+      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
+        bool hasDevice = false;
+        op->walk([&](gpu::GPUModuleOp) { hasDevice = true; });
+        if (!hasDevice) {
+          llvm::LLVMContext context;
+          auto module = translateModuleToLLVMIR(op, context);
+          if (!module)
+            return op->emitError("cannot translate to LLVM IR: the module "
+                                 "must be lowered to the LLVM dialect");
+          module->print(os, nullptr);
+          return success();
+        }
+        return forEachDeviceModule(
+            op, [&](gpu::GPUModuleOp, llvm::Module &module) {
+              module.print(os, nullptr);
+              return success();
+            });
+      },
+      registerDialects);
+
+  TranslateFromMLIRRegistration toAsm(
+      "mla-to-gfx950-asm", "Compile each gpu.module to AMDGPU assembly",
+      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
+        return forEachDeviceModule(
+            op, [&](gpu::GPUModuleOp gpuModule, llvm::Module &module) {
+              auto text = mla::amdgpu::emitAssembly(module);
+              if (!text)
+                return report(gpuModule, text.takeError());
+              os << *text;
+              return success();
+            });
+      },
+      registerDialects);
+
+  TranslateFromMLIRRegistration toHsaco(
+      "mla-to-hsaco",
+      "Compile the gpu.module to an HSA code object (ELF, linked by ld.lld)",
+      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
+        auto modules = deviceModules(op);
+        if (failed(modules))
+          return failure();
+        if (modules->size() != 1)
+          return op->emitError("one code object holds one gpu.module; found ")
+                 << modules->size();
+        return forEachDeviceModule(
+            op, [&](gpu::GPUModuleOp gpuModule, llvm::Module &module) {
+              auto object = mla::amdgpu::emitObject(module);
+              if (!object)
+                return report(gpuModule, object.takeError());
+              auto hsaco = mla::amdgpu::linkCodeObject(*object);
+              if (!hsaco)
+                return report(gpuModule, hsaco.takeError());
+              os << *hsaco;
+              return success();
+            });
+      },
+      registerDialects);
+
+  TranslateRegistration kernelReport(
+      "kernel-report",
+      "Read an HSA code object and print, per kernel, registers, LDS, "
+      "scratch, occupancy and instruction counts",
+      [](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
+         llvm::raw_ostream &os, MLIRContext *context) -> LogicalResult {
+        const llvm::MemoryBuffer *input =
+            sourceMgr->getMemoryBuffer(sourceMgr->getMainFileID());
+        if (llvm::Error err =
+                mla::amdgpu::printKernelReport(input->getBuffer(), os))
+          return emitError(UnknownLoc::get(context))
+                 << input->getBufferIdentifier() << ": "
+                 << llvm::toString(std::move(err));
+        return success();
+      });
+
+  return failed(mlirTranslateMain(argc, argv, "mla translation tool"));
+}
