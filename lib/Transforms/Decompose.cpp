@@ -114,32 +114,18 @@ SmallVector<Value> DecodeDecomposer::run() {
         Value kvLen = arith::SubIOp::create(
             b, loc, loadIndex(op.getKvIndptr(), next), kvBegin);
 
-        Value qRows = tensor::ExtractSliceOp::create(
-            b, loc, q,
-            ArrayRef<OpFoldResult>{qBegin, b.getIndexAttr(0), b.getIndexAttr(0)},
-            ArrayRef<OpFoldResult>{qLen, heads, b.getIndexAttr(qkDim)},
-            SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+        Value qRows = slice(q, {qBegin, attr(0), attr(0)},
+                            {qLen, heads, attr(qkDim)});
         Value keys = dequantizeRows(kvBegin, kvLen);
 
-        // Scores s[t, h, p] = sum_d q[t, h, d] * k[p, d], loops (t, h, p, d).
-        Value scores = generic(
-            filled({qLen, heads, kvLen}, f32, cF32(0.0)), {qRows, keys},
-            {map(4, {0, 1, 3}), map(4, {2, 3}), map(4, {0, 1, 2})},
-            {kPar, kPar, kPar, kRed},
-            [&](OpBuilder &nb, Location nl, ValueRange a) {
-              Value qv = arith::ExtFOp::create(nb, nl, f32, a[0]);
-              Value prod = arith::MulFOp::create(nb, nl, qv, a[1]);
-              linalg::YieldOp::create(
-                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], prod)});
-            });
+        Value scores = qkScores(qRows, keys, {qLen, heads, kvLen});
 
         // Scale and causal mask: token t sees p < kv_len - (q_len - 1 - t).
-        AffineMap id3 = b.getMultiDimIdentityMap(3);
         Value visibleEnd = arith::SubIOp::create(
             b, loc, kvLen, arith::SubIOp::create(b, loc, qLen, c1));
         Value scale = cF32(smScale), ninf = cF32(negInf);
         Value masked = generic(
-            scores, ValueRange{}, {id3}, {kPar, kPar, kPar},
+            scores, ValueRange{}, {identity(3)}, {kPar, kPar, kPar},
             [&](OpBuilder &nb, Location nl, ValueRange a) {
               Value t = linalg::IndexOp::create(nb, nl, 0);
               Value p = linalg::IndexOp::create(nb, nl, 2);
@@ -152,106 +138,31 @@ SmallVector<Value> DecodeDecomposer::run() {
                   ValueRange{arith::SelectOp::create(nb, nl, visible, s, ninf)});
             });
 
-        // Row max; a fully masked row has max -inf and is shifted by 0 so that
-        // exp gives 0 instead of exp(-inf - -inf) = NaN.
-        AffineMap rowMap = map(3, {0, 1});
-        Value rowMax = generic(
-            filled({qLen, heads}, f32, ninf), masked, {id3, rowMap},
-            {kPar, kPar, kRed}, [&](OpBuilder &nb, Location nl, ValueRange a) {
-              linalg::YieldOp::create(
-                  nb, nl,
-                  ValueRange{arith::MaximumFOp::create(nb, nl, a[0], a[1])});
-            });
-        Value probs = generic(
-            masked, rowMax, {rowMap, id3}, {kPar, kPar, kPar},
-            [&](OpBuilder &nb, Location nl, ValueRange a) {
-              Value shift = guardedShift(nb, nl, a[0]);
-              Value e = math::ExpOp::create(
-                  nb, nl, arith::SubFOp::create(nb, nl, a[1], shift));
-              linalg::YieldOp::create(nb, nl, e);
-            });
-        // The row sum accumulates in f64: over tens of thousands of positions
-        // an f32 running sum drifts by ~1e-4 in the lse.
+        // A fully masked row has max -inf and is shifted by 0 (no NaN). The
+        // row sum accumulates in f64: over tens of thousands of positions an
+        // f32 running sum drifts by ~1e-4 in the lse.
+        Value max = rowMax(masked, filled({qLen, heads}, f32, ninf));
+        Value probs = expShifted(masked, max);
         Type f64 = b.getF64Type();
-        Value rowSum = generic(
-            filled({qLen, heads}, f64,
-                   arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0.0))),
-            probs, {id3, rowMap}, {kPar, kPar, kRed},
-            [&](OpBuilder &nb, Location nl, ValueRange a) {
-              Value p64 = arith::ExtFOp::create(nb, nl, f64, a[0]);
-              linalg::YieldOp::create(
-                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, p64, a[1])});
-            });
+        Value sum = rowSum(
+            probs, filled({qLen, heads}, f64,
+                          arith::ConstantOp::create(b, loc,
+                                                    b.getF64FloatAttr(0.0))));
 
-        // o[t, h, e] = sum_p p[t, h, p] * v[p, e], v = first Dv key columns;
-        // loops (t, h, p, e) keep the innermost access contiguous.
-        Value values = tensor::ExtractSliceOp::create(
-            b, loc, keys, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
-            ArrayRef<OpFoldResult>{kvLen, b.getIndexAttr(vDim)},
-            SmallVector<OpFoldResult>(2, b.getIndexAttr(1)));
-        Value acc = generic(
-            filled({qLen, heads, b.getIndexAttr(vDim)}, f32, cF32(0.0)),
-            {probs, values},
-            {map(4, {0, 1, 2}), map(4, {2, 3}), map(4, {0, 1, 3})},
-            {kPar, kPar, kRed, kPar},
-            [&](OpBuilder &nb, Location nl, ValueRange a) {
-              Value prod = arith::MulFOp::create(nb, nl, a[0], a[1]);
-              linalg::YieldOp::create(
-                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], prod)});
-            });
+        // Values are the first Dv columns of the dequantized rows.
+        Value values = slice(keys, {attr(0), attr(0)}, {kvLen, attr(vDim)});
+        Value acc = pvAccumulate(
+            probs, values,
+            filled({qLen, heads, attr(vDim)}, f32, cF32(0.0)));
+        Value outTile = normalize(acc, sum, {qLen, heads, attr(vDim)}, bf16);
 
-        // Normalize; a row that saw nothing has sum 0 and yields 0.
-        Value outTile = generic(
-            tensor::EmptyOp::create(
-                b, loc,
-                ArrayRef<OpFoldResult>{qLen, heads, b.getIndexAttr(vDim)}, bf16),
-            {acc, rowSum}, {id3, rowMap, id3}, {kPar, kPar, kPar},
-            [&](OpBuilder &nb, Location nl, ValueRange a) {
-              Value zero =
-                  arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0));
-              Value sum = arith::TruncFOp::create(nb, nl, f32, a[1]);
-              Value isEmpty = arith::CmpFOp::create(
-                  nb, nl, arith::CmpFPredicate::OEQ, sum, zero);
-              Value o = arith::SelectOp::create(
-                  nb, nl, isEmpty, zero,
-                  arith::DivFOp::create(nb, nl, a[0], sum));
-              linalg::YieldOp::create(
-                  nb, nl, ValueRange{arith::TruncFOp::create(nb, nl, bf16, o)});
-            });
-
-        SmallVector<Value> results;
-        results.push_back(tensor::InsertSliceOp::create(
-            b, loc, outTile, iterArgs[0],
-            ArrayRef<OpFoldResult>{qBegin, b.getIndexAttr(0), b.getIndexAttr(0)},
-            ArrayRef<OpFoldResult>{qLen, heads, b.getIndexAttr(vDim)},
-            SmallVector<OpFoldResult>(3, b.getIndexAttr(1))));
-        if (withLse) {
-          AffineMap id2 = b.getMultiDimIdentityMap(2);
-          Value lseTile = generic(
-              tensor::EmptyOp::create(b, loc,
-                                      ArrayRef<OpFoldResult>{qLen, heads}, f32),
-              {rowMax, rowSum}, {id2, id2, id2}, {kPar, kPar},
-              [&](OpBuilder &nb, Location nl, ValueRange a) {
-                Value zero =
-                    arith::ConstantOp::create(nb, nl, nb.getF64FloatAttr(0.0));
-                Value isEmpty = arith::CmpFOp::create(
-                    nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
-                Value l64 = arith::AddFOp::create(
-                    nb, nl, math::LogOp::create(nb, nl, a[1]),
-                    arith::ExtFOp::create(nb, nl, f64, a[0]));
-                Value l = arith::TruncFOp::create(nb, nl, f32, l64);
-                Value minusInf = arith::ConstantOp::create(
-                    nb, nl, nb.getF32FloatAttr(negInf));
-                linalg::YieldOp::create(
-                    nb, nl,
-                    ValueRange{arith::SelectOp::create(nb, nl, isEmpty, minusInf, l)});
-              });
-          results.push_back(tensor::InsertSliceOp::create(
-              b, loc, lseTile, iterArgs[1],
-              ArrayRef<OpFoldResult>{qBegin, b.getIndexAttr(0)},
-              ArrayRef<OpFoldResult>{qLen, heads},
-              SmallVector<OpFoldResult>(2, b.getIndexAttr(1))));
-        }
+        SmallVector<Value> results = {
+            insert(outTile, iterArgs[0], {qBegin, attr(0), attr(0)},
+                   {qLen, heads, attr(vDim)})};
+        if (withLse)
+          results.push_back(insert(logSumExp(max, sum, {qLen, heads}),
+                                   iterArgs[1], {qBegin, attr(0)},
+                                   {qLen, heads}));
         scf::YieldOp::create(b, loc, results);
       });
   return SmallVector<Value>(loop.getResults());

@@ -104,44 +104,14 @@ public:
                     nb, nl,
                     ValueRange{arith::AddFOp::create(nb, nl, a[2], prod)});
               });
-          Value outTile = generic(
-              empty({qLen, heads, dv}, bf16), {merged, weightSum},
-              {id3, rowMap, id3}, {kPar, kPar, kPar},
-              [&](OpBuilder &nb, Location nl, ValueRange a) {
-                Value zero =
-                    arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0));
-                Value isEmpty = arith::CmpFOp::create(
-                    nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
-                Value o = arith::SelectOp::create(
-                    nb, nl, isEmpty, zero,
-                    arith::DivFOp::create(nb, nl, a[0], a[1]));
-                linalg::YieldOp::create(
-                    nb, nl, ValueRange{arith::TruncFOp::create(nb, nl, bf16, o)});
-              });
+          Value outTile = normalize(merged, weightSum, {qLen, heads, dv}, bf16);
           SmallVector<Value> results = {
               insert(outTile, carried[0], {qBegin, attr(0), attr(0)},
                      {qLen, heads, dv})};
-          if (withLse) {
-            AffineMap id2 = identity(2);
-            Value lseTile = generic(
-                empty({qLen, heads}, f32), {maxLse, weightSum}, {id2, id2, id2},
-                {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
-                  Value zero =
-                      arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0));
-                  Value minusInf = arith::ConstantOp::create(
-                      nb, nl, nb.getF32FloatAttr(kNegInf));
-                  Value isEmpty = arith::CmpFOp::create(
-                      nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
-                  Value l = arith::AddFOp::create(
-                      nb, nl, a[0], math::LogOp::create(nb, nl, a[1]));
-                  linalg::YieldOp::create(
-                      nb, nl,
-                      ValueRange{
-                          arith::SelectOp::create(nb, nl, isEmpty, minusInf, l)});
-                });
-            results.push_back(insert(lseTile, carried[1], {qBegin, attr(0)},
+          if (withLse)
+            results.push_back(insert(logSumExp(maxLse, weightSum, {qLen, heads}),
+                                     carried[1], {qBegin, attr(0)},
                                      {qLen, heads}));
-          }
           scf::YieldOp::create(b, loc, results);
         });
     return SmallVector<Value>(loop.getResults());

@@ -103,6 +103,34 @@ public:
     return mlir::arith::SelectOp::create(nb, nl, isEmpty, zero, rowMax);
   }
 
+  //===--------------------------------------------------------------------===//
+  // Attention building blocks on [t, h, p] scores (token, head, position).
+  //===--------------------------------------------------------------------===//
+
+  /// s[t, h, p] = sum_d q[t, h, d] * k[p, d] for bf16 `qRows` [T, H, D] and
+  /// f32 `keys` [P, D]; loops (t, h, p, d).
+  mlir::Value qkScores(mlir::Value qRows, mlir::Value keys,
+                       llvm::ArrayRef<mlir::OpFoldResult> shape);
+  /// max_p x[t, h, p] folded into `init` [t, h].
+  mlir::Value rowMax(mlir::Value x, mlir::Value init);
+  /// sum_p x[t, h, p] added to `init` [t, h] (f32 or f64; x is extended).
+  mlir::Value rowSum(mlir::Value x, mlir::Value init);
+  /// exp(x[t, h, p] - guardedShift(max[t, h])), in place of x.
+  mlir::Value expShifted(mlir::Value x, mlir::Value max);
+  /// init[t, h, e] + sum_p p[t, h, p] * v[p, e]; loops (t, h, p, e) keep
+  /// the innermost access contiguous.
+  mlir::Value pvAccumulate(mlir::Value probs, mlir::Value values,
+                           mlir::Value init);
+  /// acc[t, h, e] / sum[t, h] as `elem`, 0 where sum == 0 (a row that saw
+  /// nothing). `sum` may be f32 or f64.
+  mlir::Value normalize(mlir::Value acc, mlir::Value sum,
+                        llvm::ArrayRef<mlir::OpFoldResult> shape,
+                        mlir::Type elem);
+  /// max[t, h] + log(sum[t, h]) as f32, -inf where sum == 0. `sum` may be
+  /// f32 or f64 (the log is taken in its precision).
+  mlir::Value logSumExp(mlir::Value max, mlir::Value sum,
+                        llvm::ArrayRef<mlir::OpFoldResult> shape);
+
 protected:
   mlir::OpBuilder &b;
   mlir::Location loc;

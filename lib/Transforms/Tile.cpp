@@ -116,17 +116,7 @@ std::pair<Value, Value> PartialDecodeTiler::emitItem(Value seq, Value begin,
             arith::AddIOp::create(b, loc, kvBegin, tileStart), lastRow,
             decoder);
 
-        // Scores of every (token, head) against the tile: loops (t, h, p, d).
-        Value scores = generic(
-            filled({qLen, heads, attr(tile)}, f32, cF32(0.0)), {qRows, keys},
-            {map(4, {0, 1, 3}), map(4, {2, 3}), map(4, {0, 1, 2})},
-            {kPar, kPar, kPar, kRed},
-            [&](OpBuilder &nb, Location nl, ValueRange a) {
-              Value qv = arith::ExtFOp::create(nb, nl, f32, a[0]);
-              Value prod = arith::MulFOp::create(nb, nl, qv, a[1]);
-              linalg::YieldOp::create(
-                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], prod)});
-            });
+        Value scores = qkScores(qRows, keys, {qLen, heads, attr(tile)});
 
         // Scale; mask the tail (pos >= end) and the causal future.
         Value scale = cF32(smScale), ninf = cF32(kNegInf);
@@ -150,20 +140,7 @@ std::pair<Value, Value> PartialDecodeTiler::emitItem(Value seq, Value begin,
             });
 
         // m' = max(m, max_p s); a = exp(m - m'); p = exp(s - m').
-        Value tileMax = generic(
-            filled({qLen, heads}, f32, ninf), masked, {id3, rowMap},
-            {kPar, kPar, kRed}, [&](OpBuilder &nb, Location nl, ValueRange a) {
-              linalg::YieldOp::create(
-                  nb, nl,
-                  ValueRange{arith::MaximumFOp::create(nb, nl, a[0], a[1])});
-            });
-        Value newMax = generic(
-            empty({qLen, heads}, f32), {runMax, tileMax}, {id2, id2, id2},
-            {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
-              linalg::YieldOp::create(
-                  nb, nl,
-                  ValueRange{arith::MaximumFOp::create(nb, nl, a[0], a[1])});
-            });
+        Value newMax = rowMax(masked, runMax);
         Value rescale = generic(
             empty({qLen, heads}, f32), {runMax, newMax}, {id2, id2, id2},
             {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
@@ -173,17 +150,9 @@ std::pair<Value, Value> PartialDecodeTiler::emitItem(Value seq, Value begin,
                   ValueRange{math::ExpOp::create(
                       nb, nl, arith::SubFOp::create(nb, nl, a[0], shift))});
             });
-        Value probs = generic(
-            masked, newMax, {rowMap, id3}, {kPar, kPar, kPar},
-            [&](OpBuilder &nb, Location nl, ValueRange a) {
-              Value shift = guardedShift(nb, nl, a[0]);
-              linalg::YieldOp::create(
-                  nb, nl,
-                  ValueRange{math::ExpOp::create(
-                      nb, nl, arith::SubFOp::create(nb, nl, a[1], shift))});
-            });
+        Value probs = expShifted(masked, newMax);
 
-        // l' = a * l + sum_p p.
+        // l' = a * l + sum_p p (in f64).
         Value scaledSum = generic(
             empty({qLen, heads}, f64), {runSum, rescale}, {id2, id2, id2},
             {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
@@ -191,13 +160,7 @@ std::pair<Value, Value> PartialDecodeTiler::emitItem(Value seq, Value begin,
               linalg::YieldOp::create(
                   nb, nl, ValueRange{arith::MulFOp::create(nb, nl, a[0], a64)});
             });
-        Value newSum = generic(
-            scaledSum, probs, {id3, rowMap}, {kPar, kPar, kRed},
-            [&](OpBuilder &nb, Location nl, ValueRange a) {
-              Value p64 = arith::ExtFOp::create(nb, nl, f64, a[0]);
-              linalg::YieldOp::create(
-                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, p64, a[1])});
-            });
+        Value newSum = rowSum(probs, scaledSum);
 
         // acc' = a * acc + p · V, V = the first Dv columns of the tile.
         Value scaledAcc = generic(
@@ -207,15 +170,7 @@ std::pair<Value, Value> PartialDecodeTiler::emitItem(Value seq, Value begin,
                   nb, nl, ValueRange{arith::MulFOp::create(nb, nl, a[1], a[0])});
             });
         Value values = slice(keys, {attr(0), attr(0)}, {attr(tile), attr(vDim)});
-        Value newAcc = generic(
-            scaledAcc, {probs, values},
-            {map(4, {0, 1, 2}), map(4, {2, 3}), map(4, {0, 1, 3})},
-            {kPar, kPar, kRed, kPar},
-            [&](OpBuilder &nb, Location nl, ValueRange a) {
-              Value prod = arith::MulFOp::create(nb, nl, a[0], a[1]);
-              linalg::YieldOp::create(
-                  nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], prod)});
-            });
+        Value newAcc = pvAccumulate(probs, values, scaledAcc);
         scf::YieldOp::create(b, loc, ValueRange{newMax, newSum, newAcc});
       });
 
@@ -223,35 +178,8 @@ std::pair<Value, Value> PartialDecodeTiler::emitItem(Value seq, Value begin,
   // (l = 0) gives zeros and -inf.
   Value runMax = tileLoop.getResult(0), runSum = tileLoop.getResult(1),
         acc = tileLoop.getResult(2);
-  AffineMap id3 = identity(3), rowMap = map(3, {0, 1}), id2 = identity(2);
-  Value out = generic(
-      empty({qLen, heads, attr(vDim)}, f32), {acc, runSum}, {id3, rowMap, id3},
-      {kPar, kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
-        Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0));
-        Value sum = arith::TruncFOp::create(nb, nl, f32, a[1]);
-        Value isEmpty = arith::CmpFOp::create(
-            nb, nl, arith::CmpFPredicate::OEQ, sum, zero);
-        linalg::YieldOp::create(
-            nb, nl,
-            ValueRange{arith::SelectOp::create(
-                nb, nl, isEmpty, zero, arith::DivFOp::create(nb, nl, a[0], sum))});
-      });
-  Value lse = generic(
-      empty({qLen, heads}, f32), {runMax, runSum}, {id2, id2, id2},
-      {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
-        Value zero = arith::ConstantOp::create(nb, nl, nb.getF64FloatAttr(0.0));
-        Value minusInf =
-            arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(kNegInf));
-        Value isEmpty = arith::CmpFOp::create(
-            nb, nl, arith::CmpFPredicate::OEQ, a[1], zero);
-        Value l64 = arith::AddFOp::create(
-            nb, nl, arith::ExtFOp::create(nb, nl, f64, a[0]),
-            math::LogOp::create(nb, nl, a[1]));
-        Value l = arith::TruncFOp::create(nb, nl, f32, l64);
-        linalg::YieldOp::create(
-            nb, nl,
-            ValueRange{arith::SelectOp::create(nb, nl, isEmpty, minusInf, l)});
-      });
+  Value out = normalize(acc, runSum, {qLen, heads, attr(vDim)}, f32);
+  Value lse = logSumExp(runMax, runSum, {qLen, heads});
   return {out, lse};
 }
 

@@ -27,10 +27,10 @@
 // CHECK:       %[[IN:.+]] = arith.cmpi slt, %[[POS]], %[[END]] : index
 // CHECK:       %[[CAUSAL:.+]] = arith.cmpi slt, %[[POS]], %{{.+}} : index
 // CHECK:       arith.andi %[[IN]], %[[CAUSAL]] : i1
-// Running max, rescale factor exp(m - m'), probabilities, sum and accumulator.
-// CHECK:     %[[TMAX:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "reduction"]
+// Running max m' = max(m, max_p s), rescale factor exp(m - m'), probabilities,
+// sum and accumulator.
+// CHECK:     %[[MNEW:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%{{.+}} : tensor<?x16x16xf32>) outs(%[[M]] : tensor<?x16xf32>)
 // CHECK:       arith.maximumf
-// CHECK:     %[[MNEW:.+]] = linalg.generic {{.+}} ins(%[[M]], %[[TMAX]] :
 // CHECK:     %[[ALPHA:.+]] = linalg.generic {{.+}} ins(%[[M]], %[[MNEW]] :
 // CHECK:       arith.cmpf oeq
 // CHECK:       math.exp
