@@ -1,4 +1,5 @@
-// Malformed configs, targets and split-level ops, one case per split.
+// Malformed configs, targets and split-level ops, one case per split: every
+// config error mla-select-config can report is also caught on hand-written IR.
 // RUN: mla-opt %s --split-input-file --verify-diagnostics
 
 func.func @f() attributes {
@@ -140,5 +141,68 @@ func.func @f(%po: tensor<?x4x16x512xf32>, %pl: tensor<?x4x16xf32>, %ip: tensor<3
   // expected-error @+1 {{item_indptr and qo_indptr must both be [B+1]}}
   %o = mla.combine partials(%po, %pl : tensor<?x4x16x512xf32>, tensor<?x4x16xf32>)
       indptr(%ip, %qo : tensor<3xi32>, tensor<4xi32>) tokens(%t) -> tensor<?x16x512xbf16>
+  return
+}
+
+// -----
+
+func.func @f() attributes {
+  // expected-error @+1 {{uniform split_policy needs splits >= 1, got splits = 0}}
+  x = #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = uniform, splits = 0>
+} {
+  return
+}
+
+// -----
+
+func.func @f() attributes {
+  // expected-error @+1 {{heads_per_workgroup = 24 must be a positive multiple of 16}}
+  x = #mla.config<kv_tile = 64, heads_per_workgroup = 24, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>
+} {
+  return
+}
+
+// -----
+
+func.func @f() attributes {
+  // expected-error @+1 {{pipeline_stages = 0 must be at least 1}}
+  x = #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 0, split_policy = balanced>
+} {
+  return
+}
+
+// -----
+
+func.func @f() attributes {
+  // expected-error @+1 {{waves_per_workgroup = 0 must be positive}}
+  x = #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 0, pipeline_stages = 2, split_policy = balanced>
+} {
+  return
+}
+
+// -----
+
+// Head grouping and workgroup size are checked against the op and the target.
+func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>) {
+  // expected-error @+1 {{heads_per_workgroup = 32 does not divide H = 16}}
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xbf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      {kv_format = #mla.kv_format<bf16>,
+       mla.config = #mla.config<kv_tile = 32, heads_per_workgroup = 32, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>,
+       mla.target = #mla.target<name = "gfx950", arch = "gfx950", compute_units = 256, xcds = 8, wave_size = 64, lds_bytes = 163840, vector_registers = 512, hbm_gbps = 8000, matrix_instructions = []>}
+      -> tensor<?x16x512xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>) {
+  // expected-error @+1 {{waves_per_workgroup = 32 gives 2048 threads, more than 1024}}
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xbf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      {kv_format = #mla.kv_format<bf16>,
+       mla.config = #mla.config<kv_tile = 32, heads_per_workgroup = 16, waves_per_workgroup = 32, pipeline_stages = 2, split_policy = balanced>,
+       mla.target = #mla.target<name = "gfx950", arch = "gfx950", compute_units = 256, xcds = 8, wave_size = 64, lds_bytes = 163840, vector_registers = 512, hbm_gbps = 8000, matrix_instructions = []>}
+      -> tensor<?x16x512xbf16>
   return
 }
