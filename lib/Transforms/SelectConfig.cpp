@@ -60,8 +60,12 @@ struct MLASelectConfigPass
         return forced != 0 ? forced : chosen;
       };
       int64_t tile = pick(kvTile, 64);
-      int64_t headsPerWg =
-          pick(headsPerWorkgroup, isGpu ? std::min<int64_t>(heads, 32) : heads);
+      // On the GPU, at most 32 heads per workgroup (4 query tokens each keep
+      // the accumulators within the register file), and a divisor of H.
+      int64_t defaultHeads = heads;
+      if (isGpu)
+        defaultHeads = heads % 32 == 0 ? 32 : 16;
+      int64_t headsPerWg = pick(headsPerWorkgroup, defaultHeads);
       int64_t waves = pick(wavesPerWorkgroup, isGpu ? 4 : 1);
       int64_t stages = pick(pipelineStages, isGpu ? 2 : 1);
       SplitPolicy policy =

@@ -10,12 +10,17 @@
 // GFX950-SAME: mla.target = #mla.target<name = "gfx950", arch = "gfx950", compute_units = 256, xcds = 8, wave_size = 64, lds_bytes = 163840, vector_registers = 512, hbm_gbps = 8000, matrix_instructions = ["v_mfma_scale_f32_16x16x128_f8f6f4", "v_mfma_f32_16x16x128_f8f6f4", "v_mfma_scale_f32_32x32x64_f8f6f4", "v_mfma_f32_32x32x64_f8f6f4", "v_mfma_f32_16x16x32_bf16", "v_mfma_f32_32x32x16_bf16"]>
 // GFX950-LABEL: func @heads128
 // GFX950: heads_per_workgroup = 32
+// H = 48 is no multiple of 32: the largest default group dividing it is 16.
+// GFX950-LABEL: func @heads48
+// GFX950: heads_per_workgroup = 16
 // MI355X: name = "mi355x", arch = "gfx950", compute_units = 256
 // HOST-LABEL: func @heads16
 // HOST: mla.config = #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 1, pipeline_stages = 1, split_policy = balanced>
 // HOST-SAME: mla.target = #mla.target<name = "host", arch = "host", compute_units = 1, xcds = 1, wave_size = 1, lds_bytes = 0, vector_registers = 0, hbm_gbps = 0, matrix_instructions = []>
 // HOST-LABEL: func @heads128
 // HOST: heads_per_workgroup = 128
+// HOST-LABEL: func @heads48
+// HOST: heads_per_workgroup = 48
 // FORCED-LABEL: func @heads16
 // FORCED: mla.config = #mla.config<kv_tile = 32, heads_per_workgroup = 16, waves_per_workgroup = 8, pipeline_stages = 3, split_policy = uniform, splits = 7>
 
@@ -33,4 +38,12 @@ func.func @heads128(%q: tensor<?x128x576xbf16>, %kv: tensor<?x288xi8>, %s: tenso
          scale(%s : tensor<?x18xf8E8M0FNU>) indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
          {kv_format = #mla.kv_format<mxfp4>} -> tensor<?x128x512xbf16>
   return %o : tensor<?x128x512xbf16>
+}
+
+func.func @heads48(%q: tensor<?x48x576xbf16>, %kv: tensor<?x576xbf16>,
+                   %qo: tensor<?xi32>, %kvp: tensor<?xi32>) -> tensor<?x48x512xbf16> {
+  %o = mla.decode q(%q : tensor<?x48x576xbf16>) kv(%kv : tensor<?x576xbf16>)
+         indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+         {kv_format = #mla.kv_format<bf16>} -> tensor<?x48x512xbf16>
+  return %o : tensor<?x48x512xbf16>
 }

@@ -61,8 +61,8 @@ def MLASelectConfigPass : Pass<"mla-select-config"> {
     head grouping that does not divide H, a non-power-of-two tile,
     `splits=0`) is an error on the op.
 
-    Defaults: `kv_tile` 64; `heads_per_workgroup` min(H, 32) on gfx950 (H on
-    the host); `waves_per_workgroup` 4 (256 threads) on gfx950, 1 on the host;
+    Defaults: `kv_tile` 64; `heads_per_workgroup` 32 on gfx950 when it
+    divides H, else 16 (H on the host); `waves_per_workgroup` 4 (256 threads) on gfx950, 1 on the host;
     `pipeline_stages` 2 on gfx950, 1 on the host; `split_policy = balanced`.
 
     Before:
