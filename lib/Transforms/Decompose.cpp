@@ -87,7 +87,8 @@ SmallVector<Value> DecodeDecomposer::run() {
   Value q = op.getQ();
   Value c0 = cIndex(0), c1 = cIndex(1);
   const double negInf = kNegInf;
-  Value numTokens = tensor::DimOp::create(b, loc, q, 0);
+  OpFoldResult numTokens = dimOf(op.getOut().getType(), 0,
+                                 tensor::DimOp::create(b, loc, q, 0));
   OpFoldResult heads = b.getIndexAttr(numHeads);
 
   // Tokens outside every sequence keep zeros / -inf, like empty sequences.

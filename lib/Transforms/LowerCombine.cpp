@@ -38,7 +38,8 @@ public:
     bool withLse = static_cast<bool>(op.getLse());
     Value c1 = cIndex(1);
     OpFoldResult heads = attr(numHeads), dv = attr(vDim);
-    Value numTokens = op.getNumTokens();
+    OpFoldResult numTokens =
+        dimOf(op.getOut().getType(), 0, op.getNumTokens());
     SmallVector<Value> inits = {filled(
         {numTokens, heads, dv}, bf16,
         arith::ConstantOp::create(b, loc, b.getFloatAttr(bf16, 0.0)))};

@@ -34,6 +34,16 @@ public:
     return mlir::arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
   }
   mlir::OpFoldResult attr(int64_t v) { return b.getIndexAttr(v); }
+  /// Dimension `dim` of a result of type `type`: its static size, or
+  /// `dynamicSize` when the type leaves it open. Results built this way keep
+  /// the op's (possibly static) result types.
+  mlir::OpFoldResult dimOf(mlir::Type type, unsigned dim,
+                           mlir::Value dynamicSize) {
+    auto shaped = mlir::cast<mlir::ShapedType>(type);
+    if (shaped.isDynamicDim(dim))
+      return dynamicSize;
+    return attr(shaped.getDimSize(dim));
+  }
 
   /// A tensor of `shape` filled with `value`.
   mlir::Value filled(llvm::ArrayRef<mlir::OpFoldResult> shape, mlir::Type elem,

@@ -189,8 +189,12 @@ SmallVector<Value> PartialDecodeTiler::run() {
   OpFoldResult heads = attr(numHeads);
   OpFoldResult maxTokens = attr(kMaxQueryTokens);
   SmallVector<Value> inits = {
-      filled({numItems, maxTokens, heads, attr(vDim)}, f32, cF32(0.0)),
-      filled({numItems, maxTokens, heads}, f32, cF32(kNegInf))};
+      filled({dimOf(op.getPartialOut().getType(), 0, numItems), maxTokens,
+              heads, attr(vDim)},
+             f32, cF32(0.0)),
+      filled({dimOf(op.getPartialLse().getType(), 0, numItems), maxTokens,
+              heads},
+             f32, cF32(kNegInf))};
   // Decode tables are built once, outside every loop.
   KVDecoder decoder(b, loc, op.getKvFormat(), op.getKvScale());
 
