@@ -3,8 +3,8 @@
 // The reference lowering of `mla.decode` used by the cpu backend: a loop over
 // sequences, and per sequence plain linalg ops for dequantization, Q·Kᵀ,
 // causal mask, softmax and P·V. It is written for clarity, not speed: it
-// materializes the whole score matrix of a sequence. The GPU path tiles and
-// splits instead (mla-split-kv and later passes).
+// materializes the whole score matrix of a sequence. The split level tiles
+// instead (mla-split-kv, mla-tile).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,8 +20,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
-
-#include <limits>
 
 namespace mla {
 #define GEN_PASS_DEF_MLADECOMPOSEPASS
@@ -86,17 +84,16 @@ SmallVector<Value> DecodeDecomposer::run() {
   bool withLse = static_cast<bool>(op.getLse());
   Value q = op.getQ();
   Value c0 = cIndex(0), c1 = cIndex(1);
-  const double negInf = kNegInf;
   OpFoldResult numTokens = dimOf(op.getOut().getType(), 0,
                                  tensor::DimOp::create(b, loc, q, 0));
-  OpFoldResult heads = b.getIndexAttr(numHeads);
+  OpFoldResult heads = attr(numHeads);
 
   // Tokens outside every sequence keep zeros / -inf, like empty sequences.
   SmallVector<Value> inits = {
-      filled({numTokens, heads, b.getIndexAttr(vDim)}, bf16,
+      filled({numTokens, heads, attr(vDim)}, bf16,
              arith::ConstantOp::create(b, loc, b.getFloatAttr(bf16, 0.0)))};
   if (withLse)
-    inits.push_back(filled({numTokens, heads}, f32, cF32(negInf)));
+    inits.push_back(filled({numTokens, heads}, f32, cF32(kNegInf)));
 
   Value numSeqs = arith::SubIOp::create(
       b, loc, tensor::DimOp::create(b, loc, op.getQoIndptr(), 0), c1);
@@ -124,7 +121,7 @@ SmallVector<Value> DecodeDecomposer::run() {
         // Scale and causal mask: token t sees p < kv_len - (q_len - 1 - t).
         Value visibleEnd = arith::SubIOp::create(
             b, loc, kvLen, arith::SubIOp::create(b, loc, qLen, c1));
-        Value scale = cF32(smScale), ninf = cF32(negInf);
+        Value scale = cF32(smScale), ninf = cF32(kNegInf);
         Value masked = generic(
             scores, ValueRange{}, {identity(3)}, {kPar, kPar, kPar},
             [&](OpBuilder &nb, Location nl, ValueRange a) {

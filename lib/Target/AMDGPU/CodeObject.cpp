@@ -86,10 +86,8 @@ createTargetMachine(llvm::StringRef chip) {
 
 llvm::Expected<std::string> emit(llvm::Module &module,
                                  llvm::CodeGenFileType kind) {
-  std::string chip = module.getTargetTriple().str() == kTriple
-                         ? std::string()
-                         : std::string();
   // The chip travels on the functions' "target-cpu" attribute.
+  std::string chip;
   for (llvm::Function &fn : module)
     if (fn.hasFnAttribute("target-cpu")) {
       chip = fn.getFnAttribute("target-cpu").getValueAsString().str();
@@ -321,10 +319,8 @@ llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
   if (!target)
     return target.takeError();
   llvm::Triple triple(kTriple);
-  std::string chip = "gfx950";
-  if ((file.getHeader().e_flags & llvm::ELF::EF_AMDGPU_MACH) ==
-      llvm::ELF::EF_AMDGPU_MACH_AMDGCN_GFX950)
-    chip = "gfx950";
+  // The chip the code object was built for, from its ELF flags.
+  std::string chip = elf->tryGetCPUName().value_or("gfx950").str();
   std::unique_ptr<llvm::MCRegisterInfo> regInfo(
       (*target)->createMCRegInfo(triple));
   llvm::MCTargetOptions mcOptions;
