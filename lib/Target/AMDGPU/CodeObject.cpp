@@ -181,7 +181,7 @@ mla::amdgpu::linkCodeObject(llvm::StringRef object) {
   }
   llvm::sys::fs::createTemporaryFile("mla-kernel", "hsaco", outputPath);
   llvm::sys::fs::createTemporaryFile("mla-kernel", "log", logPath);
-  auto cleanup = llvm::make_scope_exit([&] {
+  llvm::scope_exit cleanup([&] {
     llvm::sys::fs::remove(objectPath);
     llvm::sys::fs::remove(outputPath);
     llvm::sys::fs::remove(logPath);
