@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -73,6 +74,31 @@ void mla::buildDecodeSplitToCPUPipeline(
   addHostLoweringPasses(pm);
 }
 
+void mla::buildDecodeToGFX950Pipeline(
+    OpPassManager &pm, const DecodeToGFX950PipelineOptions &options) {
+  MLASelectConfigPassOptions config;
+  config.targetName = options.target;
+  config.splits = options.splits;
+  pm.addPass(createMLASelectConfigPass(config));
+  pm.addPass(createMLASplitKVPass());
+  pm.addPass(createMLAToGPUPass());
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  // fp8 truncations become the packed gfx950 conversions first, so that the
+  // MFMA pass also turns their strided slices into shuffles.
+  ArithToAMDGPUConversionPassOptions arithOptions;
+  arithOptions.chipset = "gfx950";
+  device.addPass(createArithToAMDGPUConversionPass(arithOptions));
+  device.addPass(createMLALowerToMFMAPass());
+  device.addPass(createCanonicalizerPass());
+  device.addPass(createCSEPass());
+  device.addPass(createSCFToControlFlowPass());
+  ConvertGpuOpsToROCDLOpsOptions rocdlOptions;
+  rocdlOptions.chipset = "gfx950";
+  rocdlOptions.runtime = gpu::amd::Runtime::HIP;
+  device.addPass(createConvertGpuOpsToROCDLOps(rocdlOptions));
+  device.addPass(createReconcileUnrealizedCastsPass());
+}
+
 void mla::registerMLAPassesAndPipelines() {
   registerMLAPasses();
   PassPipelineRegistration<DecodeToCPUPipelineOptions>(
@@ -84,4 +110,9 @@ void mla::registerMLAPassesAndPipelines() {
       "Lower mla.decode through config, split-KV, KV tiles with online softmax "
       "and combine to the LLVM dialect for the host",
       buildDecodeSplitToCPUPipeline);
+  PassPipelineRegistration<DecodeToGFX950PipelineOptions>(
+      "mla-decode-to-gfx950",
+      "Lower mla.decode to gfx950 kernels at the ROCDL level (config, split-KV, "
+      "kernels, FP8 MFMA, ROCDL); compile them with mla-translate",
+      buildDecodeToGFX950Pipeline);
 }

@@ -38,6 +38,23 @@ struct DecodeSplitToCPUPipelineOptions
       llvm::cl::init(-1)};
 };
 
+struct DecodeToGFX950PipelineOptions
+    : public mlir::PassPipelineOptions<DecodeToGFX950PipelineOptions> {
+  Option<std::string> target{*this, "target",
+                             llvm::cl::desc("Chip: gfx950 (= mi355x)"),
+                             llvm::cl::init("gfx950")};
+  Option<int64_t> splits{
+      *this, "splits",
+      llvm::cl::desc("Work items per sequence (-1 = balanced planner)"),
+      llvm::cl::init(-1)};
+};
+
+/// mla.decode -> config -> split-KV -> gfx950 kernels (mla-to-gpu) -> MFMA
+/// (mla-lower-to-mfma) -> ROCDL. The gpu.module is then ready for
+/// mla-translate; the host ops keep their `mla.kernel` references.
+void buildDecodeToGFX950Pipeline(mlir::OpPassManager &pm,
+                                 const DecodeToGFX950PipelineOptions &options);
+
 /// mla.decode -> decomposed upstream ops -> bufferized loops -> LLVM dialect,
 /// ready for MLIR's ExecutionEngine. Functions are expected to carry
 /// `llvm.emit_c_interface` if called from C++.

@@ -212,4 +212,92 @@ def MLALowerCombinePass : Pass<"mla-lower-combine"> {
   ];
 }
 
+def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
+  let summary = "Distribute the split-level ops into gfx950 kernels (L2 -> L3)";
+  let description = [{
+    Builds `gpu.module @mla_kernels [#rocdl.target<chip = ...>]` with one
+    kernel per `mla.partial_decode` (fp8 KV) and per `mla.combine`, and marks
+    each host op with the kernel that runs it (`mla.kernel`). Each kernel
+    carries its launch description (`mla.launch`: grid, block, LDS bytes,
+    argument list) and deliberate attributes (`known_block_size` 256,
+    `rocdl.flat_work_group_size`, `rocdl.waves_per_eu`).
+
+    The partial kernel: a workgroup per (work item, 16 heads), 4 waves, wave
+    w serving query token w; 64-row KV tiles DMA'd global -> LDS with
+    `amdgpu.gather_to_lds` (16 bytes per lane) into 2 stages, the next tile
+    in flight while the current one is used; Q quantized to fp8 once with a
+    per-(token, head) scale folded into the exp2-domain scores; the QKᵀ and
+    PV tile contractions as wave-level `vector.contract` on tiles read from
+    LDS; an online softmax per lane; P quantized as p·448.
+
+    After (abridged):
+
+    ```mlir
+    gpu.module @mla_kernels [#rocdl.target<chip = "gfx950", O = 3>] {
+      gpu.func @mla_partial_decode(...) workgroup(...) kernel
+          attributes {known_block_size = array<i32: 256, 1, 1>,
+                      mla.launch = {block = [256, 1, 1], lds_bytes = 135424, ...}} {
+        amdgpu.gather_to_lds %kv[...], %lds[...] : vector<16xf8E4M3FN>, ...
+        scf.for %t = %begin to %end step %c64 iter_args(...) {
+          %s = vector.contract ... : vector<16x576xf8E4M3FN>, vector<64x576xf8E4M3FN> into vector<16x64xf32>
+          ...
+          %o = vector.contract ... : vector<16x64xf8E4M3FN>, vector<64x512xf8E4M3FN> into vector<16x512xf32>
+        }
+      }
+      gpu.func @mla_combine(...) kernel { ... }
+    }
+    ```
+
+    Must run after mla-split-kv: expects mla.partial_decode and mla.combine.
+  }];
+  let dependentDialects = [
+    "mlir::amdgpu::AMDGPUDialect", "mlir::arith::ArithDialect",
+    "mlir::gpu::GPUDialect", "mlir::math::MathDialect",
+    "mlir::memref::MemRefDialect", "mlir::ROCDL::ROCDLDialect",
+    "mlir::scf::SCFDialect", "mlir::vector::VectorDialect"
+  ];
+}
+
+def MLALowerToMFMAPass : Pass<"mla-lower-to-mfma"> {
+  let summary = "The FP8 MFMA pass: wave tiles to lanes, tile contractions to amdgpu.mfma (L3 -> L4)";
+  let description = [{
+    Distributes every wave tile (a 2-D f32 vector of 16 rows) over the 64
+    lanes in the C/D layout of the 16x16 MFMAs: lane `16·kg + i` holds rows
+    `4·kg + r` of column `16·nb + i` as element `4·nb + r`
+    (docs/mfma-layouts.md). Each `vector.contract` of two f8E4M3FN tiles read
+    from memory becomes one `amdgpu.mfma 16x16x128` per 16-column block and
+    128-wide K chunk, its A and B fragments loaded lane by lane in the
+    instruction's layout (16 contiguous bytes where the K run is contiguous in
+    memory, one byte per row otherwise); a K remainder of 64 fills the upper
+    half of both fragments with zeros. Tile reads (including row
+    broadcasts), writes, constants and elementwise arith follow the layout;
+    loop-carried tiles become per-lane vectors. f32 `math.exp2/log2/exp/log`
+    become `llvm.amdgcn.exp2` / `llvm.amdgcn.log` (v_exp_f32 / v_log_f32),
+    so no device library is linked.
+
+    Before:
+
+    ```mlir
+    %s = vector.contract {...} %q, %k, %zero
+        : vector<16x576xf8E4M3FN>, vector<64x576xf8E4M3FN> into vector<16x64xf32>
+    ```
+
+    After (per lane, abridged):
+
+    ```mlir
+    %a0 = vector.load %q_lds[%w, %i, %k0] : ..., vector<16xf8E4M3FN>
+    ...
+    %d = amdgpu.mfma 16x16x128 %a * %b + %c blgp = none
+        : vector<32xf8E4M3FN>, vector<32xf8E4M3FN>, vector<4xf32>
+    ```
+
+    Must run after mla-to-gpu: expects the L3 kernels.
+  }];
+  let dependentDialects = [
+    "mlir::amdgpu::AMDGPUDialect", "mlir::arith::ArithDialect",
+    "mlir::gpu::GPUDialect", "mlir::LLVM::LLVMDialect",
+    "mlir::memref::MemRefDialect", "mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // MLA_TRANSFORMS_PASSES_TD

@@ -385,15 +385,20 @@ llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
     }
   }
 
+  // gfx90a and the gfx94x/gfx95x chips have one unified file of 512 VGPRs
+  // and AGPRs per lane: their `.vgpr_count` already includes the AGPRs.
+  bool unified = llvm::StringRef(chip).starts_with("gfx90a") ||
+                 llvm::StringRef(chip).starts_with("gfx94") ||
+                 llvm::StringRef(chip).starts_with("gfx95");
   for (const KernelMetadata &k : kernels) {
-    // gfx950: 512 unified VGPR+AGPR per lane and SIMD, allocated in
-    // granules of 8; at most 8 waves per SIMD.
-    int64_t regs = k.vgprs + k.agprs;
+    // Allocated in granules of 8; at most 8 waves per SIMD.
+    int64_t regs = unified ? k.vgprs : k.vgprs + k.agprs;
     int64_t granule = ((std::max<int64_t>(regs, 1) + 7) / 8) * 8;
     int64_t wavesByRegs = std::min<int64_t>(8, 512 / granule);
     os << "kernel " << k.name << "\n";
     os << "  vgpr " << k.vgprs << "  agpr " << k.agprs << "  sgpr " << k.sgprs
-       << "  (vgpr+agpr " << regs << " of 512)\n";
+       << "  (vgpr+agpr " << regs << " of 512" << (unified ? ", unified" : "")
+       << ")\n";
     os << "  lds_bytes " << k.lds << "  scratch_bytes " << k.scratch
        << "  spills vgpr " << k.vgprSpills << " sgpr " << k.sgprSpills << "\n";
     os << "  max_flat_workgroup_size " << k.maxFlatWorkgroupSize

@@ -122,6 +122,21 @@ LogicalResult MLADialect::verifyOperationAttribute(Operation *op,
                              << "' must be a #mla.target";
     return success();
   }
+  if (attr.getName() == kKernelAttrName) {
+    if (!isa<SymbolRefAttr>(attr.getValue()))
+      return op->emitError() << "'" << kKernelAttrName
+                             << "' must be a symbol reference to a kernel";
+    return success();
+  }
+  if (attr.getName() == kLaunchAttrName) {
+    auto launch = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!launch || !launch.get("grid") || !launch.get("block") ||
+        !launch.get("lds_bytes") || !launch.get("args"))
+      return op->emitError() << "'" << kLaunchAttrName
+                             << "' must be a dictionary with grid, block, "
+                                "lds_bytes and args";
+    return success();
+  }
   if (attr.getName() != kConfigAttrName)
     return op->emitError() << "unknown mla attribute '" << attr.getName().getValue()
                            << "'";

@@ -20,7 +20,10 @@ def MLA_Dialect : Dialect {
     decode, and the ops and attributes its lowering goes through: the
     `#mla.target` / `#mla.config` attributes of the configured level and the
     split-KV ops `mla.plan_splits`, `mla.partial_decode` and `mla.combine`.
-    See docs/pipelines.md for the levels and the registered pipelines.
+    Discardable attributes: `mla.target` and `mla.config` on an `mla.decode`
+    (checked together), `mla.kernel` on a split-level op (the gfx950 kernel
+    that runs it) and `mla.launch` on a kernel (grid, block, LDS bytes,
+    arguments). See docs/pipelines.md for the levels and the pipelines.
   }];
   let useDefaultAttributePrinterParser = 1;
   // `mla.target` / `mla.config` on an mla.decode are checked together.
@@ -28,6 +31,10 @@ def MLA_Dialect : Dialect {
   let extraClassDeclaration = [{
     static constexpr llvm::StringLiteral kTargetAttrName = "mla.target";
     static constexpr llvm::StringLiteral kConfigAttrName = "mla.config";
+    /// On a host op: the kernel that runs it (@module::@kernel).
+    static constexpr llvm::StringLiteral kKernelAttrName = "mla.kernel";
+    /// On a kernel: how the runtime launches it (grid, block, LDS, args).
+    static constexpr llvm::StringLiteral kLaunchAttrName = "mla.launch";
   }];
 }
 

@@ -1,0 +1,427 @@
+//===- LowerToMFMA.cpp - wave tiles -> lanes and MFMAs (L3 -> L4) ---------===//
+//
+// The FP8 MFMA pass. At L3 a 2-D f32 vector of 16 rows is a wave tile: one
+// value for the whole wave. Here every wave tile is distributed over the 64
+// lanes in the C/D layout of the 16x16 MFMAs (docs/mfma-layouts.md): lane
+// l = 16·kg + i holds, for each 16-column block nb, rows 4·kg + r (r < 4) of
+// column 16·nb + i, as elements 4·nb + r of a 1-D vector. Each tile
+// `vector.contract` whose operands are fp8 tiles read from memory becomes
+// `amdgpu.mfma 16x16x128` per 16-column block and 128-wide K chunk, with the
+// A and B fragments loaded lane by lane in the instruction's layout (a K
+// remainder of 64 zero-fills the upper half of both fragments). Reads,
+// writes and elementwise ops on wave tiles follow the same layout. Math on
+// f32 becomes the AMDGPU exp2/log instructions (no device library needed).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/Transforms/Passes.h"
+
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mla {
+#define GEN_PASS_DEF_MLALOWERTOMFMAPASS
+#include "mla/Transforms/Passes.h.inc"
+} // namespace mla
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+constexpr int64_t kRows = 16, kBlock = 16, kChunk = 128;
+
+/// A wave tile: 16 rows of f32, a multiple of 16 columns.
+bool isWaveTile(Type type) {
+  auto vt = dyn_cast<VectorType>(type);
+  return vt && vt.getRank() == 2 && vt.getDimSize(0) == kRows &&
+         vt.getDimSize(1) % kBlock == 0 && vt.getElementType().isF32();
+}
+
+/// Per-lane form of a wave tile: 4 values per 16-column block.
+VectorType laneType(VectorType tile) {
+  return VectorType::get({tile.getDimSize(1) / kBlock * 4},
+                         tile.getElementType());
+}
+
+class WaveTileConverter : public TypeConverter {
+public:
+  WaveTileConverter() {
+    addConversion([](Type type) { return type; });
+    addConversion([](VectorType type) -> Type {
+      return isWaveTile(type) ? laneType(type) : type;
+    });
+    auto cast = [](OpBuilder &b, Type type, ValueRange inputs,
+                   Location loc) -> Value {
+      return UnrealizedConversionCastOp::create(b, loc, type, inputs)
+          .getResult(0);
+    };
+    addSourceMaterialization(cast);
+    addTargetMaterialization(cast);
+  }
+};
+
+/// The lane's coordinates: kg = lane / 16, i = lane % 16.
+struct Lane {
+  Value kg, i;
+  static Lane get(OpBuilder &b, Location loc) {
+    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value lane = arith::RemUIOp::create(
+        b, loc, tid, arith::ConstantIndexOp::create(b, loc, 64));
+    Value c16 = arith::ConstantIndexOp::create(b, loc, 16);
+    return {arith::DivUIOp::create(b, loc, lane, c16),
+            arith::RemUIOp::create(b, loc, lane, c16)};
+  }
+};
+
+Value cst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+Value addi(OpBuilder &b, Location loc, Value x, Value y) {
+  return arith::AddIOp::create(b, loc, x, y);
+}
+
+/// Memref indices of element (row, col) of a tile read or written at
+/// `indices` with `map` (results: memref dims or the constant 0 of a
+/// broadcast); `row`/`col` land on the dims the two vector dims map to.
+SmallVector<Value> elementIndices(OpBuilder &b, Location loc,
+                                  ValueRange indices, AffineMap map, Value row,
+                                  Value col) {
+  SmallVector<Value> result(indices.begin(), indices.end());
+  Value offsets[2] = {row, col};
+  for (unsigned d = 0; d < 2; ++d)
+    if (auto dim = dyn_cast<AffineDimExpr>(map.getResult(d)))
+      result[dim.getPosition()] =
+          addi(b, loc, result[dim.getPosition()], offsets[d]);
+  return result;
+}
+
+/// vector.contract of two fp8 tiles read from memory into a wave tile.
+struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(vector::ContractionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto lhsRead = op.getLhs().getDefiningOp<vector::TransferReadOp>();
+    auto rhsRead = op.getRhs().getDefiningOp<vector::TransferReadOp>();
+    if (!lhsRead || !rhsRead || !isWaveTile(op.getResultType()))
+      return rewriter.notifyMatchFailure(
+          op, "expects fp8 tiles read from memory into a wave tile");
+    Type fp8 = rewriter.getType<Float8E4M3FNType>();
+    if (op.getLhsType().getElementType() != fp8 ||
+        op.getRhsType().getElementType() != fp8)
+      return rewriter.notifyMatchFailure(op, "expects f8E4M3FN operands");
+    if (!lhsRead.getPermutationMap().isMinorIdentity() ||
+        !rhsRead.getPermutationMap().isMinorIdentity())
+      return rewriter.notifyMatchFailure(op, "expects minor-identity reads");
+
+    // Maps: lhs (m, k); rhs (n, k) or (k, n); acc (m, n).
+    MLIRContext *ctx = op.getContext();
+    AffineExpr m, n, k;
+    bindDims(ctx, m, n, k);
+    auto maps = op.getIndexingMapsArray();
+    if (maps[0] != AffineMap::get(3, 0, {m, k}, ctx) ||
+        maps[2] != AffineMap::get(3, 0, {m, n}, ctx))
+      return rewriter.notifyMatchFailure(op, "unsupported lhs/acc maps");
+    bool rhsIsNK = maps[1] == AffineMap::get(3, 0, {n, k}, ctx);
+    if (!rhsIsNK && maps[1] != AffineMap::get(3, 0, {k, n}, ctx))
+      return rewriter.notifyMatchFailure(op, "unsupported rhs map");
+
+    int64_t numCols = cast<VectorType>(op.getResultType()).getDimSize(1);
+    int64_t depth = op.getLhsType().getDimSize(1);
+    if (depth % 64 != 0)
+      return rewriter.notifyMatchFailure(op, "K must be a multiple of 64");
+
+    Lane lane = Lane::get(rewriter, loc);
+    Value c16 = cst(rewriter, loc, 16);
+    Value laneK = arith::MulIOp::create(rewriter, loc, lane.kg, c16);
+    auto frag16 = VectorType::get({16}, fp8);
+    auto frag32 = VectorType::get({32}, fp8);
+    Value zero32 = arith::ConstantOp::create(
+        rewriter, loc,
+        DenseElementsAttr::get(frag32, rewriter.getFloatAttr(fp8, 0.0)));
+
+    // A: row i, K run 16·kg.. of the chunk half at `half`.
+    auto loadA = [&](int64_t kBase) -> Value {
+      SmallVector<Value> idx = elementIndices(
+          rewriter, loc, lhsRead.getIndices(), lhsRead.getPermutationMap(),
+          lane.i, addi(rewriter, loc, laneK, cst(rewriter, loc, kBase)));
+      return vector::LoadOp::create(rewriter, loc, frag16, lhsRead.getBase(),
+                                    idx);
+    };
+    // B: column 16·nb + i, the same K run.
+    auto loadB = [&](int64_t nb, int64_t kBase) -> Value {
+      Value col = addi(rewriter, loc, lane.i, cst(rewriter, loc, nb * kBlock));
+      Value kStart = addi(rewriter, loc, laneK, cst(rewriter, loc, kBase));
+      if (rhsIsNK) {
+        SmallVector<Value> idx =
+            elementIndices(rewriter, loc, rhsRead.getIndices(),
+                           rhsRead.getPermutationMap(), col, kStart);
+        return vector::LoadOp::create(rewriter, loc, frag16,
+                                      rhsRead.getBase(), idx);
+      }
+      // (k, n): the K run is a column of the tile, one byte per row.
+      SmallVector<Value> bytes;
+      for (int64_t j = 0; j < 16; ++j) {
+        SmallVector<Value> idx = elementIndices(
+            rewriter, loc, rhsRead.getIndices(), rhsRead.getPermutationMap(),
+            addi(rewriter, loc, kStart, cst(rewriter, loc, j)), col);
+        bytes.push_back(
+            memref::LoadOp::create(rewriter, loc, rhsRead.getBase(), idx));
+      }
+      return vector::FromElementsOp::create(rewriter, loc, frag16, bytes);
+    };
+    // Elements 0..15 hold K 16·kg + j of the chunk, 16..31 hold 64 + 16·kg +
+    // j; past K the fragment stays zero on both sides.
+    auto fragment = [&](auto load, int64_t chunk) -> Value {
+      Value frag = vector::InsertStridedSliceOp::create(
+          rewriter, loc, load(chunk * kChunk), zero32, ArrayRef<int64_t>{0},
+          ArrayRef<int64_t>{1});
+      if (chunk * kChunk + 64 < depth)
+        frag = vector::InsertStridedSliceOp::create(
+            rewriter, loc, load(chunk * kChunk + 64), frag,
+            ArrayRef<int64_t>{16}, ArrayRef<int64_t>{1});
+      return frag;
+    };
+
+    int64_t numChunks = (depth + kChunk - 1) / kChunk;
+    SmallVector<Value> aFrags;
+    for (int64_t c = 0; c < numChunks; ++c)
+      aFrags.push_back(fragment([&](int64_t kb) { return loadA(kb); }, c));
+
+    Value acc = adaptor.getAcc();
+    for (int64_t nb = 0; nb < numCols / kBlock; ++nb) {
+      Value block = vector::ExtractStridedSliceOp::create(
+          rewriter, loc, acc, ArrayRef<int64_t>{nb * 4}, ArrayRef<int64_t>{4},
+          ArrayRef<int64_t>{1});
+      for (int64_t c = 0; c < numChunks; ++c) {
+        Value bFrag =
+            fragment([&](int64_t kb) { return loadB(nb, kb); }, c);
+        block = amdgpu::MFMAOp::create(
+            rewriter, loc, block.getType(), /*m=*/16, /*n=*/16, /*k=*/128,
+            /*blocks=*/1, aFrags[c], bFrag, block, /*cbsz=*/0, /*abid=*/0,
+            amdgpu::MFMAPermB::none, /*reducePrecision=*/false,
+            /*negateA=*/false, /*negateB=*/false, /*negateC=*/false);
+      }
+      acc = vector::InsertStridedSliceOp::create(
+          rewriter, loc, block, acc, ArrayRef<int64_t>{nb * 4},
+          ArrayRef<int64_t>{1});
+    }
+    rewriter.replaceOp(op, acc);
+    for (vector::TransferReadOp read : {lhsRead, rhsRead})
+      if (read->use_empty() || read->hasOneUse())
+        rewriter.eraseOp(read);
+    return success();
+  }
+};
+
+/// A wave tile read from memory: lane element 4·nb + r is tile element
+/// (4·kg + r, 16·nb + i); a broadcast dimension reads once per row.
+struct ReadTile : public OpConversionPattern<vector::TransferReadOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(vector::TransferReadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isWaveTile(op.getVectorType()))
+      return failure();
+    Location loc = op.getLoc();
+    Lane lane = Lane::get(rewriter, loc);
+    AffineMap map = op.getPermutationMap();
+    bool broadcastCols = !isa<AffineDimExpr>(map.getResult(1));
+    int64_t blocks = op.getVectorType().getDimSize(1) / kBlock;
+    Value rowBase = arith::MulIOp::create(rewriter, loc, lane.kg,
+                                          cst(rewriter, loc, 4));
+    SmallVector<Value> elements;
+    SmallVector<Value> rowValues;
+    for (int64_t nb = 0; nb < blocks; ++nb)
+      for (int64_t r = 0; r < 4; ++r) {
+        if (broadcastCols && nb > 0) {
+          elements.push_back(rowValues[r]);
+          continue;
+        }
+        Value row = addi(rewriter, loc, rowBase, cst(rewriter, loc, r));
+        Value col = addi(rewriter, loc, lane.i, cst(rewriter, loc, nb * kBlock));
+        SmallVector<Value> idx =
+            elementIndices(rewriter, loc, adaptor.getIndices(), map, row, col);
+        Value v = memref::LoadOp::create(rewriter, loc, adaptor.getBase(), idx);
+        rowValues.push_back(v);
+        elements.push_back(v);
+      }
+    rewriter.replaceOp(op, vector::FromElementsOp::create(
+                               rewriter, loc, laneType(op.getVectorType()),
+                               elements));
+    return success();
+  }
+};
+
+/// A wave tile written to memory, element by element in the lane layout.
+struct WriteTile : public OpConversionPattern<vector::TransferWriteOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(vector::TransferWriteOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isWaveTile(op.getVectorType()))
+      return failure();
+    if (!op.getPermutationMap().isMinorIdentity())
+      return rewriter.notifyMatchFailure(op, "expects a minor-identity write");
+    Location loc = op.getLoc();
+    Lane lane = Lane::get(rewriter, loc);
+    Value rowBase = arith::MulIOp::create(rewriter, loc, lane.kg,
+                                          cst(rewriter, loc, 4));
+    int64_t blocks = op.getVectorType().getDimSize(1) / kBlock;
+    for (int64_t nb = 0; nb < blocks; ++nb)
+      for (int64_t r = 0; r < 4; ++r) {
+        Value row = addi(rewriter, loc, rowBase, cst(rewriter, loc, r));
+        Value col = addi(rewriter, loc, lane.i, cst(rewriter, loc, nb * kBlock));
+        SmallVector<Value> idx = elementIndices(
+            rewriter, loc, adaptor.getIndices(), op.getPermutationMap(), row,
+            col);
+        Value v = vector::ExtractOp::create(rewriter, loc,
+                                            adaptor.getValueToStore(),
+                                            ArrayRef<int64_t>{nb * 4 + r});
+        memref::StoreOp::create(rewriter, loc, v, adaptor.getBase(), idx);
+      }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Constants and elementwise arith ops on wave tiles act lane by lane.
+struct ElementwiseOnTiles : public ConversionPattern {
+  ElementwiseOnTiles(const TypeConverter &converter, MLIRContext *ctx)
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isa<arith::ArithDialect>(op->getDialect()) ||
+        getTypeConverter()->isLegal(op))
+      return failure();
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (!dense || !dense.isSplat())
+        return rewriter.notifyMatchFailure(op, "only splat tile constants");
+      auto type = laneType(cast<VectorType>(constant.getType()));
+      rewriter.replaceOpWithNewOp<arith::ConstantOp>(
+          op, DenseElementsAttr::get(type, dense.getSplatValue<Attribute>()));
+      return success();
+    }
+    if (!op->hasTrait<OpTrait::Elementwise>())
+      return rewriter.notifyMatchFailure(op, "not elementwise");
+    SmallVector<Type> resultTypes;
+    if (failed(getTypeConverter()->convertTypes(op->getResultTypes(),
+                                                resultTypes)))
+      return failure();
+    OperationState state(op->getLoc(), op->getName(), operands, resultTypes,
+                         op->getAttrs());
+    rewriter.replaceOp(op, rewriter.create(state)->getResults());
+    return success();
+  }
+};
+
+/// f32 math as the AMDGPU instructions, element by element: exp2 and log2
+/// directly (v_exp_f32, v_log_f32), exp and log through them.
+template <typename MathOp>
+struct MathToAMDGCN : public OpConversionPattern<MathOp> {
+  using OpConversionPattern<MathOp>::OpConversionPattern;
+  using OpAdaptor = typename MathOp::Adaptor;
+
+  LogicalResult
+  matchAndRewrite(MathOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    if (getElementTypeOrSelf(op.getType()) != f32)
+      return rewriter.notifyMatchFailure(op, "f32 only");
+    constexpr bool isExp = std::is_same_v<MathOp, math::Exp2Op> ||
+                           std::is_same_v<MathOp, math::ExpOp>;
+    StringRef intrinsic = isExp ? "llvm.amdgcn.exp2" : "llvm.amdgcn.log";
+    auto scalar = [&](Value x) -> Value {
+      if constexpr (std::is_same_v<MathOp, math::ExpOp>)
+        x = arith::MulFOp::create(
+            rewriter, loc, x,
+            arith::ConstantOp::create(rewriter, loc,
+                                      rewriter.getF32FloatAttr(1.4426950408889634)));
+      Value y = LLVM::CallIntrinsicOp::create(
+                    rewriter, loc, f32, rewriter.getStringAttr(intrinsic),
+                    ValueRange{x})
+                    .getResult(0);
+      if constexpr (std::is_same_v<MathOp, math::LogOp>)
+        y = arith::MulFOp::create(
+            rewriter, loc, y,
+            arith::ConstantOp::create(rewriter, loc,
+                                      rewriter.getF32FloatAttr(0.6931471805599453)));
+      return y;
+    };
+    Value input = adaptor.getOperand();
+    auto vt = dyn_cast<VectorType>(input.getType());
+    if (!vt) {
+      rewriter.replaceOp(op, scalar(input));
+      return success();
+    }
+    if (vt.getRank() != 1)
+      return rewriter.notifyMatchFailure(op, "1-D vectors only");
+    SmallVector<Value> elements;
+    for (int64_t e = 0; e < vt.getDimSize(0); ++e)
+      elements.push_back(scalar(vector::ExtractOp::create(
+          rewriter, loc, input, ArrayRef<int64_t>{e})));
+    rewriter.replaceOp(op,
+                       vector::FromElementsOp::create(rewriter, loc, vt, elements));
+    return success();
+  }
+};
+
+struct MLALowerToMFMAPass
+    : public mla::impl::MLALowerToMFMAPassBase<MLALowerToMFMAPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    WaveTileConverter converter;
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<amdgpu::AMDGPUDialect, arith::ArithDialect,
+                           gpu::GPUDialect, LLVM::LLVMDialect,
+                           memref::MemRefDialect, vector::VectorDialect>();
+    target.addIllegalOp<vector::ContractionOp, math::Exp2Op, math::Log2Op,
+                        math::ExpOp, math::LogOp>();
+    target.markUnknownOpDynamicallyLegal(
+        [&](Operation *op) { return converter.isLegal(op); });
+    target.addDynamicallyLegalDialect<arith::ArithDialect,
+                                      vector::VectorDialect>(
+        [&](Operation *op) { return converter.isLegal(op); });
+    target.addDynamicallyLegalOp<vector::TransferWriteOp>(
+        [](vector::TransferWriteOp op) {
+          return !isWaveTile(op.getVectorType());
+        });
+    RewritePatternSet patterns(ctx);
+    patterns.add<ContractToMFMA, ReadTile, WriteTile>(converter, ctx);
+    patterns.add<ElementwiseOnTiles>(converter, ctx);
+    patterns.add<MathToAMDGCN<math::Exp2Op>, MathToAMDGCN<math::Log2Op>,
+                 MathToAMDGCN<math::ExpOp>, MathToAMDGCN<math::LogOp>>(
+        converter, ctx);
+    scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
+                                                         target);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      return signalPassFailure();
+
+    // Fragments are assembled with strided slices; the ROCDL conversion
+    // only lowers shuffles.
+    RewritePatternSet slicePatterns(ctx);
+    vector::populateVectorInsertExtractStridedSliceTransforms(slicePatterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(slicePatterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,706 @@
+//===- ToGPU.cpp - split-level ops -> gfx950 kernels (L2 -> L3) -----------===//
+//
+// Distribution: every mla.partial_decode / mla.combine becomes a kernel in a
+// `gpu.module` for the target chip, and the host op records which kernel
+// runs it (`mla.kernel`) and how (`mla.launch` on the kernel: grid, block,
+// LDS bytes, arguments). The host ops stay as the reference semantics; the
+// runtime launches the kernels.
+//
+// The partial kernel: one workgroup per (work item, group of 16 heads), 4
+// waves; wave w serves query token w of the sequence (waves past q_len
+// repeat the last token and write nothing, so control flow stays uniform
+// for the barriers). KV tiles of 64 rows move global -> LDS by DMA
+// (amdgpu.gather_to_lds, 16 bytes per lane) into two stages, the next tile
+// in flight while the current one is used; each cache byte is read from HBM
+// once and serves as key (all Dqk columns) and value (the first Dv). Q is
+// quantized to fp8 once per workgroup with one scale per (token, head),
+// folded into the scores with log2(e)·sm_scale; P is quantized as p·448 and
+// 1/448 is folded into the final normalization. The two tile contractions
+// are wave-level `vector.contract`s on tiles read from LDS (2-D vectors are
+// wave tiles at this level; 1-D vectors and scalars are per-lane); the
+// softmax is per-lane code over the score tile in LDS. mla-lower-to-mfma
+// distributes the wave tiles over the lanes in the MFMA layouts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/Transforms/Passes.h"
+
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <cmath>
+
+namespace mla {
+#define GEN_PASS_DEF_MLATOGPUPASS
+#include "mla/Transforms/Passes.h.inc"
+} // namespace mla
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+constexpr int64_t kWaveSize = 64;
+constexpr int64_t kWaves = 4;
+constexpr int64_t kThreads = kWaveSize * kWaves;
+constexpr int64_t kHeadsPerGroup = 16;
+constexpr int64_t kDmaBytes = 16; // per lane and gather_to_lds
+constexpr double kFp8Max = 448.0;
+
+/// Small arithmetic vocabulary over index and f32 values.
+struct KernelBuilder {
+  OpBuilder &b;
+  Location loc;
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
+  Value rem(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
+  Value minS(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fmax(Value x, Value y) {
+    return arith::MaximumFOp::create(b, loc, x, y);
+  }
+  Value load(Value mem, ValueRange indices) {
+    return memref::LoadOp::create(b, loc, mem, indices);
+  }
+  Value loadIndex(Value mem, ValueRange indices) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                      load(mem, indices));
+  }
+  /// Butterfly reduction over the lanes `lane ^ offset` for each offset.
+  Value laneReduce(Value v, ArrayRef<int64_t> offsets, bool isMax) {
+    Value width = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(64));
+    for (int64_t offset : offsets) {
+      Value off = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(offset));
+      Value other = gpu::ShuffleOp::create(b, loc, v, off, width,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      v = isMax ? fmax(v, other) : fadd(v, other);
+    }
+    return v;
+  }
+};
+
+MemRefType ldsType(ArrayRef<int64_t> shape, Type elem) {
+  auto space = gpu::AddressSpaceAttr::get(elem.getContext(),
+                                          gpu::AddressSpace::Workgroup);
+  return MemRefType::get(shape, elem, MemRefLayoutAttrInterface(), space);
+}
+
+MemRefType globalType(ArrayRef<int64_t> shape, Type elem) {
+  auto space =
+      gpu::AddressSpaceAttr::get(elem.getContext(), gpu::AddressSpace::Global);
+  return MemRefType::get(shape, elem, MemRefLayoutAttrInterface(), space);
+}
+
+/// Builds the partial-decode kernel for one op's shapes.
+class PartialKernel {
+public:
+  PartialKernel(PartialDecodeOp op) : op(op) {
+    numHeads = op.getNumHeads();
+    qkDim = op.getQKHeadDim();
+    vDim = op.getVHeadDim();
+    paddedQK = (qkDim + 127) / 128 * 128;
+    kTileRows = op.getConfig().getKvTile();
+    kStages = op.getConfig().getPipelineStages();
+  }
+
+  /// Why the kernel cannot be built for this op, if it cannot.
+  std::optional<std::string> unsupported() {
+    if (op.getKvFormat() != KVFormat::fp8)
+      return "gfx950 kernels support fp8 KV caches so far; got " +
+             stringifyKVFormat(op.getKvFormat()).str();
+    if (qkDim % 64 != 0 || vDim % 16 != 0)
+      return std::string("gfx950 kernels need Dqk a multiple of 64 and Dv a "
+                         "multiple of 16");
+    if (kTileRows % 64 != 0 || (kTileRows * qkDim) % (kThreads * kDmaBytes))
+      return "kv_tile = " + std::to_string(kTileRows) +
+             " must be a multiple of 64 whose tile bytes split into 16-byte "
+             "loads of 256 lanes";
+    if (kStages < 2)
+      return std::string("the partial kernel needs pipeline_stages >= 2");
+    if (ldsBytes() > 163840)
+      return "the partial kernel needs " + std::to_string(ldsBytes()) +
+             " bytes of LDS, more than 163840";
+    return std::nullopt;
+  }
+
+  /// LDS bytes of the kernel's workgroup buffers.
+  int64_t ldsBytes() const {
+    return kWaves * kHeadsPerGroup * paddedQK +          // Q, fp8
+           kStages * kTileRows * qkDim +                // KV tiles, fp8
+           kWaves * kHeadsPerGroup * kTileRows * 4 +    // scores, f32
+           kWaves * kHeadsPerGroup * kTileRows +        // P, fp8
+           kWaves * kHeadsPerGroup * 4;                 // per-row factors
+  }
+
+  gpu::GPUFuncOp build(OpBuilder &moduleBuilder, StringRef name);
+
+private:
+  void emitBody(OpBuilder &b, gpu::GPUFuncOp func);
+
+  PartialDecodeOp op;
+  int64_t numHeads, qkDim, vDim, paddedQK;
+  int64_t kTileRows, kStages; // from the config
+};
+
+gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
+  MLIRContext *ctx = op.getContext();
+  Builder b(ctx);
+  Type bf16 = b.getBF16Type(), f32 = b.getF32Type(), i32 = b.getI32Type();
+  Type fp8 = b.getType<Float8E4M3FNType>();
+  int64_t dyn = ShapedType::kDynamic;
+  SmallVector<Type> args = {
+      MemRefType::get({dyn, numHeads, qkDim}, bf16),     // q
+      globalType({dyn, qkDim}, fp8),                     // kv
+      MemRefType::get({1}, f32),                         // kv_scale
+      MemRefType::get({dyn}, i32),                       // qo_indptr
+      MemRefType::get({dyn}, i32),                       // kv_indptr
+      MemRefType::get({dyn, 4}, i32),                    // work_items
+      MemRefType::get({dyn, kMaxQueryTokens, numHeads, vDim}, f32), // out
+      MemRefType::get({dyn, kMaxQueryTokens, numHeads}, f32)};      // lse
+  auto func = gpu::GPUFuncOp::create(
+      mb, op.getLoc(), name, FunctionType::get(ctx, args, {}),
+      TypeRange{ldsType({kWaves, kHeadsPerGroup, paddedQK}, fp8),
+                ldsType({kStages, kTileRows, qkDim}, fp8),
+                ldsType({kWaves, kHeadsPerGroup, kTileRows}, f32),
+                ldsType({kWaves, kHeadsPerGroup, kTileRows}, fp8),
+                ldsType({kWaves, kHeadsPerGroup}, f32)},
+      TypeRange{});
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({kThreads, 1, 1}));
+  // One workgroup per CU fits the LDS budget: one wave per SIMD.
+  func->setAttr("rocdl.waves_per_eu", b.getI32IntegerAttr(1));
+  func->setAttr("rocdl.flat_work_group_size", b.getStringAttr("256,256"));
+  func->setAttr(
+      MLADialect::kLaunchAttrName,
+      b.getDictionaryAttr({
+          b.getNamedAttr("grid", b.getStrArrayAttr(
+                                     {"num_work_items",
+                                      std::to_string(numHeads / kHeadsPerGroup),
+                                      "1"})),
+          b.getNamedAttr("block", b.getI64ArrayAttr({kThreads, 1, 1})),
+          b.getNamedAttr("lds_bytes", b.getI64IntegerAttr(ldsBytes())),
+          b.getNamedAttr("args", b.getStrArrayAttr(
+                                     {"q", "kv", "kv_scale", "qo_indptr",
+                                      "kv_indptr", "work_items",
+                                      "partial_out", "partial_lse"})),
+      }));
+  OpBuilder bodyBuilder(ctx);
+  bodyBuilder.setInsertionPointToStart(&func.getBody().front());
+  emitBody(bodyBuilder, func);
+  return func;
+}
+
+void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
+  Location loc = op.getLoc();
+  KernelBuilder k{b, loc};
+  Type f32 = b.getF32Type(), fp8 = b.getType<Float8E4M3FNType>();
+  Value q = func.getArgument(0), kv = func.getArgument(1),
+        kvScaleMem = func.getArgument(2), qoIndptr = func.getArgument(3),
+        kvIndptr = func.getArgument(4), items = func.getArgument(5),
+        partialOut = func.getArgument(6), partialLse = func.getArgument(7);
+  Value qLds = func.getWorkgroupAttributions()[0];
+  Value kvLds = func.getWorkgroupAttributions()[1];
+  Value sLds = func.getWorkgroupAttributions()[2];
+  Value pLds = func.getWorkgroupAttributions()[3];
+  Value rowLds = func.getWorkgroupAttributions()[4];
+
+  Value c0 = k.idx(0), c1 = k.idx(1);
+  Value item = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value headGroup = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value wave = k.div(tid, k.idx(kWaveSize));
+  Value lane = k.rem(tid, k.idx(kWaveSize));
+
+  Value seq = k.loadIndex(items, {item, c0});
+  Value begin = k.loadIndex(items, {item, c1});
+  Value end = k.loadIndex(items, {item, k.idx(2)});
+  Value slot = k.loadIndex(items, {item, k.idx(3)});
+  Value qBegin = k.loadIndex(qoIndptr, {seq});
+  Value qLen = k.sub(k.loadIndex(qoIndptr, {k.add(seq, c1)}), qBegin);
+  Value kvBegin = k.loadIndex(kvIndptr, {seq});
+  Value kvLen = k.sub(k.loadIndex(kvIndptr, {k.add(seq, c1)}), kvBegin);
+  // Waves past q_len repeat the last token so that every wave reaches the
+  // barriers; they write nothing.
+  Value token = k.minS(wave, k.sub(qLen, c1));
+  Value tokenRow = k.add(qBegin, token);
+  // Token i sees positions < kv_len - (q_len - 1 - i).
+  Value visibleEnd = k.add(k.sub(kvLen, k.sub(qLen, c1)), token);
+
+  // Lane roles in the per-lane code: row = lane / 4 (a head of the group),
+  // quarter = lane % 4 (a quarter of that row).
+  Value row = k.div(lane, k.idx(4));
+  Value quarter = k.rem(lane, k.idx(4));
+  Value head = k.add(k.mul(headGroup, k.idx(kHeadsPerGroup)), row);
+
+  // Q -> fp8 with a per-(token, head) scale: amax over the row, then the
+  // quantized row into LDS, zero-padded to a multiple of 128 columns.
+  int64_t quarterCols = qkDim / 4;
+  Value colBase = k.mul(quarter, k.idx(quarterCols));
+  auto qChunk = [&](Value j) {
+    Value col = k.add(colBase, j);
+    auto vecType = VectorType::get({8}, b.getBF16Type());
+    Value raw = vector::LoadOp::create(b, loc, vecType, q,
+                                       ValueRange{tokenRow, head, col});
+    return arith::ExtFOp::create(b, loc, VectorType::get({8}, f32), raw)
+        .getResult();
+  };
+  auto amaxLoop = scf::ForOp::create(
+      b, loc, c0, k.idx(quarterCols), k.idx(8), ValueRange{k.f32(0.0)},
+      [&](OpBuilder &lb, Location, Value j, ValueRange carried) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(lb.getInsertionBlock());
+        Value v = math::AbsFOp::create(b, loc, qChunk(j));
+        Value m = vector::ReductionOp::create(
+            b, loc, vector::CombiningKind::MAXIMUMF, v);
+        scf::YieldOp::create(b, loc, ValueRange{k.fmax(carried[0], m)});
+      });
+  Value amax = k.laneReduce(amaxLoop.getResult(0), {1, 2}, /*isMax=*/true);
+  Value amaxPos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                        amax, k.f32(0.0));
+  Value qScale = arith::SelectOp::create(
+      b, loc, amaxPos, arith::DivFOp::create(b, loc, amax, k.f32(kFp8Max)),
+      k.f32(1.0));
+  Value qInvScale = arith::DivFOp::create(b, loc, k.f32(1.0), qScale);
+  scf::ForOp::create(
+      b, loc, c0, k.idx(quarterCols), k.idx(8), ValueRange{},
+      [&](OpBuilder &lb, Location, Value j, ValueRange) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(lb.getInsertionBlock());
+        auto vt = VectorType::get({8}, f32);
+        Value scaled = arith::MulFOp::create(
+            b, loc, qChunk(j), vector::BroadcastOp::create(b, loc, vt, qInvScale));
+        Value q8 = arith::TruncFOp::create(b, loc, VectorType::get({8}, fp8),
+                                           scaled);
+        vector::StoreOp::create(b, loc, q8, qLds,
+                                ValueRange{wave, row, k.add(colBase, j)});
+        scf::YieldOp::create(b, loc);
+      });
+  if (paddedQK > qkDim) {
+    // The padding columns multiply the tile's padding (zeros on both sides).
+    Value zeros = arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(VectorType::get({16}, fp8),
+                               b.getFloatAttr(fp8, 0.0)));
+    for (int64_t col = qkDim; col < paddedQK; col += 64) {
+      Value c = k.add(k.idx(col), k.mul(quarter, k.idx(16)));
+      vector::StoreOp::create(b, loc, zeros, qLds, ValueRange{wave, row, c});
+    }
+  }
+
+  // log2(e) * sm_scale * q_scale * kv_scale turns raw fp8 products into
+  // exp2-domain scores.
+  Value kvScale = k.load(kvScaleMem, {c0});
+  Value scoreScale = k.fmul(
+      k.fmul(qScale, kvScale),
+      k.f32(op.getEffectiveSmScale() * 1.4426950408889634));
+
+  // KV tile DMA: 64 rows x Dqk bytes, 16 bytes per lane per gather; rows past
+  // the item clamp to its last row (their scores are masked).
+  int64_t tileBytes = kTileRows * qkDim;
+  int64_t gathersPerWave = tileBytes / (kThreads * kDmaBytes);
+  Value lastRow = k.sub(k.add(kvBegin, end), c1);
+  auto issueTile = [&](Value tileStart, Value stage) {
+    for (int64_t g = 0; g < gathersPerWave; ++g) {
+      Value chunk = k.add(k.mul(k.idx(g), k.idx(kWaves)), wave);
+      Value waveBase = k.mul(chunk, k.idx(kWaveSize * kDmaBytes));
+      Value lin = k.add(waveBase, k.mul(lane, k.idx(kDmaBytes)));
+      Value srcRow = k.minS(k.add(k.add(kvBegin, tileStart),
+                                  k.div(lin, k.idx(qkDim))),
+                            lastRow);
+      Value srcCol = k.rem(lin, k.idx(qkDim));
+      Value dstRow = k.div(waveBase, k.idx(qkDim));
+      Value dstCol = k.rem(waveBase, k.idx(qkDim));
+      amdgpu::GatherToLDSOp::create(
+          b, loc, kv, ValueRange{srcRow, srcCol}, kvLds,
+          ValueRange{stage, dstRow, dstCol},
+          TypeAttr::get(VectorType::get({kDmaBytes}, fp8)));
+    }
+  };
+  Value hasRows = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                        begin, end);
+  scf::IfOp::create(b, loc, hasRows, [&](OpBuilder &ib, Location) {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+    issueTile(begin, c0);
+    scf::YieldOp::create(b, loc);
+  });
+
+  auto accType = VectorType::get({kHeadsPerGroup, vDim}, f32);
+  Value zeroAcc = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0)));
+  Value negInf = k.f32(-INFINITY);
+  auto ctx = b.getContext();
+  AffineExpr m, n, kk;
+  bindDims(ctx, m, n, kk);
+  auto qkMaps = b.getAffineMapArrayAttr(
+      {AffineMap::get(3, 0, {m, kk}, ctx), AffineMap::get(3, 0, {n, kk}, ctx),
+       AffineMap::get(3, 0, {m, n}, ctx)});
+  auto pvMaps = b.getAffineMapArrayAttr(
+      {AffineMap::get(3, 0, {m, kk}, ctx), AffineMap::get(3, 0, {kk, n}, ctx),
+       AffineMap::get(3, 0, {m, n}, ctx)});
+  auto iters = b.getArrayAttr(
+      {vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
+       vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
+       vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction)});
+  Value padFp8 = arith::ConstantOp::create(b, loc, b.getFloatAttr(fp8, 0.0));
+  Value padF32 = k.f32(0.0);
+
+  auto tileLoop = scf::ForOp::create(
+      b, loc, begin, end, k.idx(kTileRows),
+      ValueRange{negInf, k.f32(0.0), zeroAcc},
+      [&](OpBuilder &lb, Location, Value tileStart, ValueRange carried) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(lb.getInsertionBlock());
+        Value runMax = carried[0], runSum = carried[1], acc = carried[2];
+        Value tileIndex = k.div(k.sub(tileStart, begin), k.idx(kTileRows));
+        Value stage = k.rem(tileIndex, k.idx(kStages));
+        Value nextStart = k.add(tileStart, k.idx(kTileRows));
+
+        // Put the next tile in flight, then wait for this one: the loads of
+        // the next tile may stay outstanding.
+        Value hasNext = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                              nextStart, end);
+        auto ifNext = scf::IfOp::create(b, loc, hasNext,
+                                        [&](OpBuilder &ib, Location) {
+          OpBuilder::InsertionGuard g2(b);
+          b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+          issueTile(nextStart, k.rem(k.add(tileIndex, c1), k.idx(kStages)));
+          amdgpu::MemoryCounterWaitOp::create(
+              b, loc, b.getI32IntegerAttr(gathersPerWave), nullptr, nullptr,
+              nullptr, nullptr);
+          scf::YieldOp::create(b, loc);
+        }, [&](OpBuilder &ib, Location) {
+          OpBuilder::InsertionGuard g2(b);
+          b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+          amdgpu::MemoryCounterWaitOp::create(b, loc, b.getI32IntegerAttr(0),
+                                              nullptr, nullptr, nullptr,
+                                              nullptr);
+          scf::YieldOp::create(b, loc);
+        });
+        (void)ifNext;
+        gpu::BarrierOp::create(b, loc);
+
+        // S = Q · Kᵀ on the wave's 16 heads x 64 tile rows.
+        auto qTileType = VectorType::get({kHeadsPerGroup, qkDim}, fp8);
+        auto kTileType = VectorType::get({kTileRows, qkDim}, fp8);
+        Value qTile = vector::TransferReadOp::create(
+            b, loc, qTileType, qLds, ValueRange{wave, c0, c0}, padFp8,
+            ArrayRef<bool>{true, true});
+        Value kTile = vector::TransferReadOp::create(
+            b, loc, kTileType, kvLds, ValueRange{stage, c0, c0}, padFp8,
+            ArrayRef<bool>{true, true});
+        auto sType = VectorType::get({kHeadsPerGroup, kTileRows}, f32);
+        Value sZero = arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(sType, b.getF32FloatAttr(0.0)));
+        Value scores = vector::ContractionOp::create(b, loc, qTile, kTile,
+                                                     sZero, qkMaps, iters);
+        vector::TransferWriteOp::create(b, loc, scores, sLds,
+                                        ValueRange{wave, c0, c0},
+                                        ArrayRef<bool>{true, true});
+        gpu::BarrierOp::create(b, loc);
+
+        // Per-lane online softmax over this lane's quarter of its row.
+        int64_t cols = kTileRows / 4;
+        auto vt = VectorType::get({cols}, f32);
+        Value colStart = k.mul(quarter, k.idx(cols));
+        Value s = vector::LoadOp::create(b, loc, vt, sLds,
+                                         ValueRange{wave, row, colStart});
+        s = arith::MulFOp::create(
+            b, loc, s, vector::BroadcastOp::create(b, loc, vt, scoreScale));
+        auto idxVec = VectorType::get({cols}, b.getIndexType());
+        SmallVector<int64_t> steps(cols);
+        for (int64_t j = 0; j < cols; ++j)
+          steps[j] = j;
+        Value step = arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(idxVec, ArrayRef<int64_t>(steps)));
+        Value pos = arith::AddIOp::create(
+            b, loc, step,
+            vector::BroadcastOp::create(b, loc, idxVec,
+                                        k.add(tileStart, colStart)));
+        Value inItem = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::slt, pos,
+            vector::BroadcastOp::create(b, loc, idxVec, end));
+        Value causal = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::slt, pos,
+            vector::BroadcastOp::create(b, loc, idxVec, visibleEnd));
+        Value visible = arith::AndIOp::create(b, loc, inItem, causal);
+        s = arith::SelectOp::create(
+            b, loc, visible, s, vector::BroadcastOp::create(b, loc, vt, negInf));
+        Value tileMax = k.laneReduce(
+            vector::ReductionOp::create(b, loc,
+                                        vector::CombiningKind::MAXIMUMF, s),
+            {1, 2}, /*isMax=*/true);
+        Value newMax = k.fmax(runMax, tileMax);
+        // A row that has seen nothing yet shifts by 0, not by -inf.
+        Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                            newMax, negInf);
+        Value shift = arith::SelectOp::create(b, loc, empty, k.f32(0.0), newMax);
+        Value p = math::Exp2Op::create(
+            b, loc,
+            arith::SubFOp::create(b, loc, s,
+                                  vector::BroadcastOp::create(b, loc, vt, shift)));
+        Value tileSum = k.laneReduce(
+            vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, p),
+            {1, 2}, /*isMax=*/false);
+        Value rescale = math::Exp2Op::create(
+            b, loc, arith::SubFOp::create(b, loc, runMax, shift));
+        Value newSum = k.fadd(k.fmul(runSum, rescale), tileSum);
+        Value p8 = arith::TruncFOp::create(
+            b, loc, VectorType::get({cols}, fp8),
+            arith::MulFOp::create(
+                b, loc, p, vector::BroadcastOp::create(b, loc, vt, k.f32(kFp8Max))));
+        vector::StoreOp::create(b, loc, p8, pLds, ValueRange{wave, row, colStart});
+        memref::StoreOp::create(b, loc, rescale, rowLds, ValueRange{wave, row});
+        gpu::BarrierOp::create(b, loc);
+
+        // acc = acc * rescale(row) + P · V (V = the first Dv tile columns).
+        // Row vector broadcast along the columns: (wave, row) -> (row, *).
+        auto rowMap = AffineMap::get(
+            2, 0, {b.getAffineDimExpr(1), b.getAffineConstantExpr(0)}, ctx);
+        Value rescaleTile = vector::TransferReadOp::create(
+            b, loc, accType, rowLds, ValueRange{wave, c0}, padF32, rowMap,
+            ArrayRef<bool>{true, true});
+        Value scaled = arith::MulFOp::create(b, loc, acc, rescaleTile);
+        Value pTile = vector::TransferReadOp::create(
+            b, loc, VectorType::get({kHeadsPerGroup, kTileRows}, fp8), pLds,
+            ValueRange{wave, c0, c0}, padFp8, ArrayRef<bool>{true, true});
+        Value vTile = vector::TransferReadOp::create(
+            b, loc, VectorType::get({kTileRows, vDim}, fp8), kvLds,
+            ValueRange{stage, c0, c0}, padFp8, ArrayRef<bool>{true, true});
+        Value newAcc = vector::ContractionOp::create(b, loc, pTile, vTile,
+                                                     scaled, pvMaps, iters);
+        // The next iteration overwrites the score, P and factor buffers.
+        gpu::BarrierOp::create(b, loc);
+        scf::YieldOp::create(b, loc, ValueRange{newMax, newSum, newAcc});
+      });
+
+  // out = acc · kv_scale / (448 · l); lse = (m + log2 l) · ln 2. A row that
+  // saw nothing (l = 0) gives zeros and -inf.
+  Value runMax = tileLoop.getResult(0), runSum = tileLoop.getResult(1);
+  Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, runSum,
+                                     k.f32(0.0));
+  Value factor = arith::SelectOp::create(
+      b, loc, seen,
+      arith::DivFOp::create(b, loc, kvScale,
+                            k.fmul(runSum, k.f32(kFp8Max))),
+      k.f32(0.0));
+  memref::StoreOp::create(b, loc, factor, rowLds, ValueRange{wave, row});
+  gpu::BarrierOp::create(b, loc);
+  auto rowMap = AffineMap::get(
+      2, 0, {b.getAffineDimExpr(1), b.getAffineConstantExpr(0)}, ctx);
+  Value factorTile = vector::TransferReadOp::create(
+      b, loc, accType, rowLds, ValueRange{wave, c0}, padF32, rowMap,
+      ArrayRef<bool>{true, true});
+  Value out = arith::MulFOp::create(b, loc, tileLoop.getResult(2), factorTile);
+  Value lse = arith::SelectOp::create(
+      b, loc, seen,
+      k.fmul(k.fadd(runMax, math::Log2Op::create(b, loc, runSum)),
+             k.f32(0.6931471805599453)),
+      negInf);
+
+  Value isRealToken =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, wave, qLen);
+  scf::IfOp::create(b, loc, isRealToken, [&](OpBuilder &ib, Location) {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+    Value headBase = k.mul(headGroup, k.idx(kHeadsPerGroup));
+    vector::TransferWriteOp::create(b, loc, out, partialOut,
+                                    ValueRange{slot, wave, headBase, c0},
+                                    ArrayRef<bool>{true, true});
+    Value firstQuarter = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, quarter, c0);
+    scf::IfOp::create(b, loc, firstQuarter, [&](OpBuilder &jb, Location) {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPoint(jb.getInsertionBlock(), jb.getInsertionPoint());
+      memref::StoreOp::create(b, loc, lse, partialLse,
+                              ValueRange{slot, wave, head});
+      scf::YieldOp::create(b, loc);
+    });
+    scf::YieldOp::create(b, loc);
+  });
+  gpu::ReturnOp::create(b, loc);
+}
+
+/// Builds the combine kernel: one workgroup per sequence, 256 threads over
+/// its (token, head, column) outputs.
+gpu::GPUFuncOp buildCombineKernel(CombineOp op, OpBuilder &mb, StringRef name) {
+  MLIRContext *ctx = op.getContext();
+  Builder bb(ctx);
+  Location loc = op.getLoc();
+  auto partialOutType = op.getPartialOut().getType();
+  int64_t numHeads = partialOutType.getDimSize(2);
+  int64_t vDim = partialOutType.getDimSize(3);
+  Type f32 = bb.getF32Type(), i32 = bb.getI32Type(), bf16 = bb.getBF16Type();
+  int64_t dyn = ShapedType::kDynamic;
+  SmallVector<Type> args = {
+      MemRefType::get({dyn, kMaxQueryTokens, numHeads, vDim}, f32),
+      MemRefType::get({dyn, kMaxQueryTokens, numHeads}, f32),
+      MemRefType::get({dyn}, i32), MemRefType::get({dyn}, i32),
+      MemRefType::get({dyn, numHeads, vDim}, bf16),
+      MemRefType::get({dyn, numHeads}, f32)};
+  auto func = gpu::GPUFuncOp::create(mb, loc, name,
+                                     FunctionType::get(ctx, args, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), bb.getUnitAttr());
+  func.setKnownBlockSizeAttr(bb.getDenseI32ArrayAttr({kThreads, 1, 1}));
+  func->setAttr("rocdl.flat_work_group_size", bb.getStringAttr("256,256"));
+  func->setAttr(
+      MLADialect::kLaunchAttrName,
+      bb.getDictionaryAttr({
+          bb.getNamedAttr("grid", bb.getStrArrayAttr({"num_sequences", "1", "1"})),
+          bb.getNamedAttr("block", bb.getI64ArrayAttr({kThreads, 1, 1})),
+          bb.getNamedAttr("lds_bytes", bb.getI64IntegerAttr(0)),
+          bb.getNamedAttr("args", bb.getStrArrayAttr(
+                                      {"partial_out", "partial_lse",
+                                       "item_indptr", "qo_indptr", "out",
+                                       "lse"})),
+      }));
+
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(&func.getBody().front());
+  KernelBuilder k{b, loc};
+  Value po = func.getArgument(0), pl = func.getArgument(1),
+        itemIndptr = func.getArgument(2), qoIndptr = func.getArgument(3),
+        out = func.getArgument(4), lseOut = func.getArgument(5);
+  Value c0 = k.idx(0), c1 = k.idx(1);
+  Value seq = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value firstItem = k.loadIndex(itemIndptr, {seq});
+  Value lastItem = k.loadIndex(itemIndptr, {k.add(seq, c1)});
+  Value qBegin = k.loadIndex(qoIndptr, {seq});
+  Value qLen = k.sub(k.loadIndex(qoIndptr, {k.add(seq, c1)}), qBegin);
+  Value negInf = k.f32(-INFINITY);
+  Value total = k.mul(qLen, k.idx(numHeads * vDim));
+  // Each thread merges the outputs (token, head, column) it is assigned.
+  scf::ForOp::create(
+      b, loc, tid, total, k.idx(kThreads), ValueRange{},
+      [&](OpBuilder &lb, Location, Value flat, ValueRange) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(lb.getInsertionBlock());
+        Value token = k.div(flat, k.idx(numHeads * vDim));
+        Value head = k.rem(k.div(flat, k.idx(vDim)), k.idx(numHeads));
+        Value col = k.rem(flat, k.idx(vDim));
+        auto maxLoop = scf::ForOp::create(
+            b, loc, firstItem, lastItem, c1, ValueRange{negInf},
+            [&](OpBuilder &ib, Location, Value j, ValueRange c) {
+              OpBuilder::InsertionGuard g2(b);
+              b.setInsertionPointToStart(ib.getInsertionBlock());
+              scf::YieldOp::create(
+                  b, loc, ValueRange{k.fmax(c[0], k.load(pl, {j, token, head}))});
+            });
+        Value maxLse = maxLoop.getResult(0);
+        Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                            maxLse, negInf);
+        Value shift = arith::SelectOp::create(b, loc, empty, k.f32(0.0), maxLse);
+        auto sumLoop = scf::ForOp::create(
+            b, loc, firstItem, lastItem, c1, ValueRange{k.f32(0.0), k.f32(0.0)},
+            [&](OpBuilder &ib, Location, Value j, ValueRange c) {
+              OpBuilder::InsertionGuard g2(b);
+              b.setInsertionPointToStart(ib.getInsertionBlock());
+              Value w = math::ExpOp::create(
+                  b, loc,
+                  arith::SubFOp::create(b, loc, k.load(pl, {j, token, head}),
+                                        shift));
+              Value o = k.load(po, {j, token, head, col});
+              scf::YieldOp::create(
+                  b, loc, ValueRange{k.fadd(c[0], w), k.fadd(c[1], k.fmul(w, o))});
+            });
+        Value weight = sumLoop.getResult(0), merged = sumLoop.getResult(1);
+        Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                           weight, k.f32(0.0));
+        Value value = arith::SelectOp::create(
+            b, loc, seen, arith::DivFOp::create(b, loc, merged, weight),
+            k.f32(0.0));
+        Value tokenRow = k.add(qBegin, token);
+        memref::StoreOp::create(
+            b, loc, arith::TruncFOp::create(b, loc, bf16, value), out,
+            ValueRange{tokenRow, head, col});
+        Value firstCol = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                               col, c0);
+        scf::IfOp::create(b, loc, firstCol, [&](OpBuilder &ib, Location) {
+          OpBuilder::InsertionGuard g2(b);
+          b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+          Value lse = arith::SelectOp::create(
+              b, loc, seen,
+              k.fadd(maxLse, math::LogOp::create(b, loc, weight)), negInf);
+          memref::StoreOp::create(b, loc, lse, lseOut,
+                                  ValueRange{tokenRow, head});
+          scf::YieldOp::create(b, loc);
+        });
+        scf::YieldOp::create(b, loc);
+      });
+  gpu::ReturnOp::create(b, loc);
+  return func;
+}
+
+struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<PartialDecodeOp> partials;
+    SmallVector<CombineOp> combines;
+    module.walk([&](PartialDecodeOp op) { partials.push_back(op); });
+    module.walk([&](CombineOp op) { combines.push_back(op); });
+    if (partials.empty() && combines.empty())
+      return;
+
+    // The chip comes from the planner op that feeds the work list.
+    std::string chip = "gfx950";
+    for (PartialDecodeOp op : partials) {
+      if (std::optional<std::string> why = PartialKernel(op).unsupported()) {
+        op.emitOpError(*why);
+        return signalPassFailure();
+      }
+      if (auto plan = op.getWorkItems().getDefiningOp<PlanSplitsOp>()) {
+        TargetAttr target = plan.getTarget();
+        if (target.getWaveSize() != kWaveSize) {
+          op.emitOpError("the gfx950 kernels need a wave64 target; '")
+              << target.getName() << "' has wave size "
+              << target.getWaveSize();
+          return signalPassFailure();
+        }
+        chip = target.getArch().str();
+      }
+    }
+
+    MLIRContext *ctx = &getContext();
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(ctx));
+    OpBuilder mb(ctx);
+    mb.setInsertionPointToEnd(module.getBody());
+    auto gpuModule = gpu::GPUModuleOp::create(
+        mb, module.getLoc(), "mla_kernels",
+        mb.getArrayAttr({ROCDL::ROCDLTargetAttr::get(ctx, /*optLevel=*/3,
+                                                     "amdgcn-amd-amdhsa",
+                                                     chip)}));
+    SymbolTable symbols(gpuModule);
+    OpBuilder kb(ctx);
+    kb.setInsertionPointToStart(gpuModule.getBody());
+    auto record = [&](Operation *hostOp, gpu::GPUFuncOp kernel) {
+      symbols.insert(kernel);
+      hostOp->setAttr(MLADialect::kKernelAttrName,
+                      SymbolRefAttr::get(ctx, gpuModule.getName(),
+                                         {FlatSymbolRefAttr::get(kernel)}));
+    };
+    for (PartialDecodeOp op : partials)
+      record(op, PartialKernel(op).build(kb, "mla_partial_decode"));
+    for (CombineOp op : combines)
+      record(op, buildCombineKernel(op, kb, "mla_combine"));
+  }
+};
+} // namespace

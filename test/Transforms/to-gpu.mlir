@@ -1,0 +1,52 @@
+// mla-to-gpu: the split-level ops get a partial and a combine kernel in a
+// gpu.module for the target chip; the host ops point at them.
+// RUN: mla-opt %s --mla-select-config --mla-split-kv --mla-to-gpu | FileCheck %s
+
+// CHECK: module attributes {gpu.container_module}
+// CHECK: mla.partial_decode {{.+}} mla.kernel = @mla_kernels::@mla_partial_decode
+// CHECK: mla.combine {{.+}} {mla.kernel = @mla_kernels::@mla_combine}
+// CHECK: gpu.module @mla_kernels [#rocdl.target<O = 3, chip = "gfx950">]
+// CHECK: gpu.func @mla_partial_decode(%{{[^ ]+}}: memref<?x16x576xbf16>, %[[KV:[^ ,)]+]]: memref<?x576xf8E4M3FN, #gpu.address_space<global>>,
+// CHECK-SAME: workgroup(%[[QLDS:[^ ,)]+]] : memref<4x16x640xf8E4M3FN, #gpu.address_space<workgroup>>, %[[KVLDS:[^ ,)]+]] : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, %[[SLDS:[^ ,)]+]] : memref<4x16x64xf32, #gpu.address_space<workgroup>>, %[[PLDS:[^ ,)]+]] : memref<4x16x64xf8E4M3FN, #gpu.address_space<workgroup>>, %{{.+}} : memref<4x16xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: kernel
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME: mla.launch = {args = ["q", "kv", "kv_scale", "qo_indptr", "kv_indptr", "work_items", "partial_out", "partial_lse"], block = [256, 1, 1], grid = ["num_work_items", "1", "1"], lds_bytes = 135424 : i64}
+// CHECK-SAME: rocdl.flat_work_group_size = "256,256"
+// CHECK-SAME: rocdl.waves_per_eu = 1 : i32
+// Q becomes fp8 once, with its own scale.
+// CHECK: arith.truncf %{{.+}} : vector<8xf32> to vector<8xf8E4M3FN>
+// CHECK: vector.store %{{.+}}, %[[QLDS]]
+// The first tile is DMA'd before the loop (9 gathers of 16 bytes per lane).
+// CHECK-COUNT-9: amdgpu.gather_to_lds %[[KV]][%{{.+}}, %{{.+}}], %[[KVLDS]][%c0
+// CHECK: scf.for %[[T:[^ ,)]+]] = %{{.+}} to %{{.+}} step %c64{{[_0-9]*}} iter_args(%[[M:[^ ,)]+]] = %{{.+}}, %[[L:[^ ,)]+]] = %{{.+}}, %[[ACC:[^ ,)]+]] = %{{.+}}) -> (f32, f32, vector<16x512xf32>)
+// The next tile goes in flight, then this one is waited for.
+// CHECK:   scf.if
+// CHECK-COUNT-9: amdgpu.gather_to_lds
+// CHECK:     amdgpu.memory_counter_wait load(9)
+// CHECK:   } else {
+// CHECK:     amdgpu.memory_counter_wait load(0)
+// CHECK:   gpu.barrier
+// CHECK:   %[[QT:[^ ,)]+]] = vector.transfer_read %[[QLDS]]{{.+}} : memref<4x16x640xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16x576xf8E4M3FN>
+// CHECK:   %[[KT:[^ ,)]+]] = vector.transfer_read %[[KVLDS]]{{.+}} : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, vector<64x576xf8E4M3FN>
+// CHECK:   %[[S:[^ ,)]+]] = vector.contract {{.+}} %[[QT]], %[[KT]], %{{.+}} : vector<16x576xf8E4M3FN>, vector<64x576xf8E4M3FN> into vector<16x64xf32>
+// CHECK:   vector.transfer_write %[[S]], %[[SLDS]]
+// CHECK:   math.exp2 %{{.+}} : vector<16xf32>
+// CHECK:   arith.truncf %{{.+}} : vector<16xf32> to vector<16xf8E4M3FN>
+// CHECK:   vector.store %{{.+}}, %[[PLDS]]
+// CHECK:   %[[PT:[^ ,)]+]] = vector.transfer_read %[[PLDS]]{{.+}} vector<16x64xf8E4M3FN>
+// The values are the first 512 columns of the same KV tile.
+// CHECK:   %[[VT:[^ ,)]+]] = vector.transfer_read %[[KVLDS]]{{.+}} vector<64x512xf8E4M3FN>
+// CHECK:   vector.contract {{.+}} %[[PT]], %[[VT]], %{{.+}} : vector<16x64xf8E4M3FN>, vector<64x512xf8E4M3FN> into vector<16x512xf32>
+// CHECK: gpu.func @mla_combine({{.+}}) kernel
+// CHECK-SAME: grid = ["num_sequences", "1", "1"]
+
+func.func @decode_fp8(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xf8E4M3FN>,
+                      %scale: tensor<1xf32>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>)
+    -> (tensor<?x16x512xbf16>, tensor<?x16xf32>) {
+  %out, %lse = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xf8E4M3FN>)
+                          scale(%scale : tensor<1xf32>)
+                          indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+                          {kv_format = #mla.kv_format<fp8>}
+                          -> tensor<?x16x512xbf16>, tensor<?x16xf32>
+  return %out, %lse : tensor<?x16x512xbf16>, tensor<?x16xf32>
+}
