@@ -40,11 +40,13 @@ using namespace mla;
 namespace {
 constexpr int64_t kRows = 16, kBlock = 16, kChunk = 128;
 
-/// A wave tile: 16 rows of f32, a multiple of 16 columns.
+/// A wave tile: 16 rows of f32 (or bf16, for a rounded output), a multiple
+/// of 16 columns.
 bool isWaveTile(Type type) {
   auto vt = dyn_cast<VectorType>(type);
   return vt && vt.getRank() == 2 && vt.getDimSize(0) == kRows &&
-         vt.getDimSize(1) % kBlock == 0 && vt.getElementType().isF32();
+         vt.getDimSize(1) % kBlock == 0 &&
+         (vt.getElementType().isF32() || vt.getElementType().isBF16());
 }
 
 /// Per-lane form of a wave tile: 4 values per 16-column block.

@@ -172,8 +172,11 @@ gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
       MemRefType::get({dyn}, i32),                       // qo_indptr
       MemRefType::get({dyn}, i32),                       // kv_indptr
       MemRefType::get({dyn, 4}, i32),                    // work_items
-      MemRefType::get({dyn, kMaxQueryTokens, numHeads, vDim}, f32), // out
-      MemRefType::get({dyn, kMaxQueryTokens, numHeads}, f32)};      // lse
+      MemRefType::get({dyn, kMaxQueryTokens, numHeads, vDim}, f32), // partials
+      MemRefType::get({dyn, kMaxQueryTokens, numHeads}, f32),
+      MemRefType::get({dyn}, i32),                       // item_indptr
+      MemRefType::get({dyn, numHeads, vDim}, b.getBF16Type()), // out
+      MemRefType::get({dyn, numHeads}, f32)};            // lse
   auto func = gpu::GPUFuncOp::create(
       mb, op.getLoc(), name, FunctionType::get(ctx, args, {}),
       TypeRange{ldsType({kWaves, kHeadsPerGroup, paddedQK}, fp8),
@@ -199,7 +202,8 @@ gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
           b.getNamedAttr("args", b.getStrArrayAttr(
                                      {"q", "kv", "kv_scale", "qo_indptr",
                                       "kv_indptr", "work_items",
-                                      "partial_out", "partial_lse"})),
+                                      "partial_out", "partial_lse",
+                                      "item_indptr", "out", "lse"})),
       }));
   OpBuilder bodyBuilder(ctx);
   bodyBuilder.setInsertionPointToStart(&func.getBody().front());
@@ -214,7 +218,9 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   Value q = func.getArgument(0), kv = func.getArgument(1),
         kvScaleMem = func.getArgument(2), qoIndptr = func.getArgument(3),
         kvIndptr = func.getArgument(4), items = func.getArgument(5),
-        partialOut = func.getArgument(6), partialLse = func.getArgument(7);
+        partialOut = func.getArgument(6), partialLse = func.getArgument(7),
+        itemIndptr = func.getArgument(8), outMem = func.getArgument(9),
+        lseMem = func.getArgument(10);
   Value qLds = func.getWorkgroupAttributions()[0];
   Value kvLds = func.getWorkgroupAttributions()[1];
   Value sLds = func.getWorkgroupAttributions()[2];
@@ -517,29 +523,57 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
 
   Value isRealToken =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, wave, qLen);
-  scf::IfOp::create(b, loc, isRealToken, [&](OpBuilder &ib, Location) {
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
-    Value headBase = k.mul(headGroup, k.idx(kHeadsPerGroup));
-    vector::TransferWriteOp::create(b, loc, out, partialOut,
-                                    ValueRange{slot, wave, headBase, c0},
-                                    ArrayRef<bool>{true, true});
-    Value firstQuarter = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::eq, quarter, c0);
+  // A sequence with a single work item is final here: write bf16 output and
+  // lse directly (the combine kernel skips it); otherwise write the partials.
+  Value seqItems = k.sub(k.loadIndex(itemIndptr, {k.add(seq, c1)}),
+                         k.loadIndex(itemIndptr, {seq}));
+  Value direct = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       seqItems, c1);
+  Value headBase = k.mul(headGroup, k.idx(kHeadsPerGroup));
+  Value firstQuarter =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, quarter, c0);
+  auto storeLse = [&](Value mem, ValueRange indices) {
     scf::IfOp::create(b, loc, firstQuarter, [&](OpBuilder &jb, Location) {
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPoint(jb.getInsertionBlock(), jb.getInsertionPoint());
-      memref::StoreOp::create(b, loc, lse, partialLse,
-                              ValueRange{slot, wave, head});
+      memref::StoreOp::create(b, loc, lse, mem, indices);
       scf::YieldOp::create(b, loc);
     });
+  };
+  scf::IfOp::create(b, loc, isRealToken, [&](OpBuilder &ib, Location) {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+    scf::IfOp::create(
+        b, loc, direct,
+        [&](OpBuilder &db, Location) {
+          OpBuilder::InsertionGuard g2(b);
+          b.setInsertionPoint(db.getInsertionBlock(), db.getInsertionPoint());
+          Value outBf16 = arith::TruncFOp::create(
+              b, loc, VectorType::get({kHeadsPerGroup, vDim}, b.getBF16Type()),
+              out);
+          vector::TransferWriteOp::create(b, loc, outBf16, outMem,
+                                          ValueRange{tokenRow, headBase, c0},
+                                          ArrayRef<bool>{true, true});
+          storeLse(lseMem, {tokenRow, head});
+          scf::YieldOp::create(b, loc);
+        },
+        [&](OpBuilder &pb, Location) {
+          OpBuilder::InsertionGuard g2(b);
+          b.setInsertionPoint(pb.getInsertionBlock(), pb.getInsertionPoint());
+          vector::TransferWriteOp::create(b, loc, out, partialOut,
+                                          ValueRange{slot, wave, headBase, c0},
+                                          ArrayRef<bool>{true, true});
+          storeLse(partialLse, {slot, wave, head});
+          scf::YieldOp::create(b, loc);
+        });
     scf::YieldOp::create(b, loc);
   });
   gpu::ReturnOp::create(b, loc);
 }
 
 /// Builds the combine kernel: one workgroup per sequence, 256 threads over
-/// its (token, head, column) outputs.
+/// its (token, head, column) outputs; sequences with a single work item are
+/// left to the partial kernel's direct write.
 gpu::GPUFuncOp buildCombineKernel(CombineOp op, OpBuilder &mb, StringRef name) {
   MLIRContext *ctx = op.getContext();
   Builder bb(ctx);
@@ -586,7 +620,11 @@ gpu::GPUFuncOp buildCombineKernel(CombineOp op, OpBuilder &mb, StringRef name) {
   Value qBegin = k.loadIndex(qoIndptr, {seq});
   Value qLen = k.sub(k.loadIndex(qoIndptr, {k.add(seq, c1)}), qBegin);
   Value negInf = k.f32(-INFINITY);
-  Value total = k.mul(qLen, k.idx(numHeads * vDim));
+  // A sequence with one work item was written by the partial kernel.
+  Value single = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       k.sub(lastItem, firstItem), c1);
+  Value total = arith::SelectOp::create(
+      b, loc, single, c0, k.mul(qLen, k.idx(numHeads * vDim)));
   // Each thread merges the outputs (token, head, column) it is assigned.
   scf::ForOp::create(
       b, loc, tid, total, k.idx(kThreads), ValueRange{},

@@ -10,7 +10,7 @@
 // CHECK-SAME: workgroup(%[[QLDS:[^ ,)]+]] : memref<4x16x640xf8E4M3FN, #gpu.address_space<workgroup>>, %[[KVLDS:[^ ,)]+]] : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, %[[SLDS:[^ ,)]+]] : memref<4x16x64xf32, #gpu.address_space<workgroup>>, %[[PLDS:[^ ,)]+]] : memref<4x16x64xf8E4M3FN, #gpu.address_space<workgroup>>, %{{.+}} : memref<4x16xf32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: kernel
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
-// CHECK-SAME: mla.launch = {args = ["q", "kv", "kv_scale", "qo_indptr", "kv_indptr", "work_items", "partial_out", "partial_lse"], block = [256, 1, 1], grid = ["num_work_items", "1", "1"], lds_bytes = 135424 : i64}
+// CHECK-SAME: mla.launch = {args = ["q", "kv", "kv_scale", "qo_indptr", "kv_indptr", "work_items", "partial_out", "partial_lse", "item_indptr", "out", "lse"], block = [256, 1, 1], grid = ["num_work_items", "1", "1"], lds_bytes = 135424 : i64}
 // CHECK-SAME: rocdl.flat_work_group_size = "256,256"
 // CHECK-SAME: rocdl.waves_per_eu = 1 : i32
 // Q becomes fp8 once, with its own scale.
@@ -37,8 +37,19 @@
 // The values are the first 512 columns of the same KV tile.
 // CHECK:   %[[VT:[^ ,)]+]] = vector.transfer_read %[[KVLDS]]{{.+}} vector<64x512xf8E4M3FN>
 // CHECK:   vector.contract {{.+}} %[[PT]], %[[VT]], %{{.+}} : vector<16x64xf8E4M3FN>, vector<64x512xf8E4M3FN> into vector<16x512xf32>
+// A sequence with a single work item writes its bf16 output directly; the
+// others write partials for the combine.
+// CHECK: %[[SINGLE:.+]] = arith.cmpi eq, %{{.+}}, %c1
+// CHECK: scf.if %[[SINGLE]] {
+// CHECK:   arith.truncf %{{.+}} : vector<16x512xf32> to vector<16x512xbf16>
+// CHECK:   vector.transfer_write %{{.+}} : vector<16x512xbf16>, memref<?x16x512xbf16>
+// CHECK: } else {
+// CHECK:   vector.transfer_write %{{.+}} : vector<16x512xf32>, memref<?x4x16x512xf32>
 // CHECK: gpu.func @mla_combine({{.+}}) kernel
 // CHECK-SAME: grid = ["num_sequences", "1", "1"]
+// The combine skips single-item sequences.
+// CHECK: %[[ONE:.+]] = arith.cmpi eq, %{{.+}}, %c1
+// CHECK: arith.select %[[ONE]], %c0
 
 func.func @decode_fp8(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xf8E4M3FN>,
                       %scale: tensor<1xf32>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>)

@@ -228,7 +228,10 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
     in flight while the current one is used; Q quantized to fp8 once with a
     per-(token, head) scale folded into the exp2-domain scores; the QKᵀ and
     PV tile contractions as wave-level `vector.contract` on tiles read from
-    LDS; an online softmax per lane; P quantized as p·448.
+    LDS; an online softmax per lane; P quantized as p·448. A sequence with a
+    single work item is written directly (bf16 output and lse) by the partial
+    kernel, and the combine kernel skips it. The kernels take every output
+    buffer (partials, out, lse) even when an op has no lse result.
 
     After (abridged):
 
