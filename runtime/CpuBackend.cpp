@@ -1,6 +1,9 @@
 //===- CpuBackend.cpp - run mla.decode on the host ------------------------===//
 
 #include "mla/Runtime/CpuBackend.h"
+#include "mla/Runtime/MemRefDescriptor.h"
+
+#include "JitSupport.h"
 
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Target/SplitPlanner.h"
@@ -44,15 +47,6 @@ std::string kvElementType(CacheFormat format) {
   }
   return "";
 }
-
-/// A memref descriptor as the C interface passes it (element type erased).
-template <int Rank> struct Descriptor {
-  void *allocated;
-  void *aligned;
-  int64_t offset;
-  int64_t sizes[Rank];
-  int64_t strides[Rank];
-};
 
 /// What `mla.plan_splits` calls on the host (see kPlanSplitsFunctionName):
 /// the runtime's planner on the kv lengths, written into the caller's
@@ -98,19 +92,6 @@ int64_t planSplitsForHost(StridedMemRefType<int32_t, 1> *kvIndptr,
   return list->numItems();
 }
 
-template <int Rank>
-Descriptor<Rank> describe(const void *data, std::array<int64_t, Rank> shape) {
-  Descriptor<Rank> d;
-  d.allocated = d.aligned = const_cast<void *>(data);
-  d.offset = 0;
-  int64_t stride = 1;
-  for (int i = Rank - 1; i >= 0; --i) {
-    d.sizes[i] = shape[i];
-    d.strides[i] = stride;
-    stride *= shape[i];
-  }
-  return d;
-}
 } // namespace
 
 std::string mla::buildHostModuleSource(const KernelSignature &sig) {
@@ -178,28 +159,11 @@ CpuKernel::~CpuKernel() = default;
 
 llvm::Expected<std::unique_ptr<CpuKernel>>
 CpuKernel::compile(const KernelSignature &sig, bool dumpIR) {
-  static bool initialized = [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    return true;
-  }();
-  (void)initialized;
-
   auto kernel = std::unique_ptr<CpuKernel>(new CpuKernel());
   kernel->impl = std::make_unique<Impl>();
   kernel->impl->sig = sig;
   mlir::MLIRContext &ctx = kernel->impl->context;
-  mlir::DialectRegistry registry;
-  registry.insert<MLADialect, mlir::arith::ArithDialect,
-                  mlir::bufferization::BufferizationDialect,
-                  mlir::func::FuncDialect, mlir::memref::MemRefDialect>();
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
-  registerBufferizationInterfaces(registry);
-  mlir::registerBuiltinDialectTranslation(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  ctx.appendDialectRegistry(registry);
-  ctx.loadAllAvailableDialects();
+  prepareContext(ctx);
 
   std::string diagnostics;
   llvm::raw_string_ostream diagStream(diagnostics);
@@ -231,24 +195,12 @@ CpuKernel::compile(const KernelSignature &sig, bool dumpIR) {
   if (mlir::failed(pm.run(*module)))
     return error("cpu backend: " + diagnostics);
 
-  mlir::ExecutionEngineOptions options;
-  options.transformer = mlir::makeOptimizingTransformer(
-      /*optLevel=*/3, /*sizeLevel=*/0, /*targetMachine=*/nullptr);
-  auto engine = mlir::ExecutionEngine::create(*module, options);
+  auto engine = createEngine(
+      *module, {{("_mlir_ciface_" + kPlanSplitsFunctionName).str(),
+                 reinterpret_cast<void *>(&planSplitsForHost)}});
   if (!engine)
     return error("cpu backend: JIT compilation failed: " +
                  llvm::toString(engine.takeError()));
-  // Copies between strided memrefs lower to a call of the C runner utils;
-  // mla.plan_splits to a call of the runtime planner.
-  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    symbols[interner("memrefCopy")] = {llvm::orc::ExecutorAddr::fromPtr(&memrefCopy),
-                                       llvm::JITSymbolFlags::Exported};
-    symbols[interner(("_mlir_ciface_" + kPlanSplitsFunctionName).str())] = {
-        llvm::orc::ExecutorAddr::fromPtr(&planSplitsForHost),
-        llvm::JITSymbolFlags::Exported};
-    return symbols;
-  });
   kernel->impl->engine = std::move(*engine);
   return kernel;
 }

@@ -20,9 +20,8 @@
 
 using namespace mlir;
 
-namespace {
-/// Upstream tensor ops -> LLVM dialect on the host.
-void addHostLoweringPasses(OpPassManager &pm) {
+/// Upstream tensor/vector ops -> LLVM dialect on the host.
+void mla::addHostLoweringPasses(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
@@ -46,6 +45,7 @@ void addHostLoweringPasses(OpPassManager &pm) {
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
@@ -53,7 +53,6 @@ void addHostLoweringPasses(OpPassManager &pm) {
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
-} // namespace
 
 void mla::buildDecodeToCPUPipeline(OpPassManager &pm,
                                    const DecodeToCPUPipelineOptions &) {
@@ -99,6 +98,27 @@ void mla::buildDecodeToGFX950Pipeline(
   device.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void mla::buildDecodeToEmuKernelsPipeline(
+    OpPassManager &pm, const DecodeToEmuPipelineOptions &options) {
+  MLASelectConfigPassOptions config;
+  config.targetName = "gfx950";
+  config.splits = options.splits;
+  pm.addPass(createMLASelectConfigPass(config));
+  pm.addPass(createMLASplitKVPass());
+  pm.addPass(createMLAToGPUPass());
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(createMLALowerToMFMAPass());
+  device.addPass(createCanonicalizerPass());
+  device.addPass(createCSEPass());
+  pm.addPass(createMLAGPUToEmuPass());
+}
+
+void mla::buildDecodeToEmuPipeline(OpPassManager &pm,
+                                   const DecodeToEmuPipelineOptions &options) {
+  buildDecodeToEmuKernelsPipeline(pm, options);
+  addHostLoweringPasses(pm);
+}
+
 void mla::registerMLAPassesAndPipelines() {
   registerMLAPasses();
   PassPipelineRegistration<DecodeToCPUPipelineOptions>(
@@ -115,4 +135,9 @@ void mla::registerMLAPassesAndPipelines() {
       "Lower mla.decode to gfx950 kernels at the ROCDL level (config, split-KV, "
       "kernels, FP8 MFMA, ROCDL); compile them with mla-translate",
       buildDecodeToGFX950Pipeline);
+  PassPipelineRegistration<DecodeToEmuPipelineOptions>(
+      "mla-decode-to-emu",
+      "Lower mla.decode to the gfx950 kernels at the MFMA level and turn them "
+      "into host lane functions for the emu backend (LLVM dialect)",
+      buildDecodeToEmuPipeline);
 }

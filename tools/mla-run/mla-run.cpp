@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mla/Runtime/CpuBackend.h"
+#include "mla/Runtime/EmuBackend.h"
 #include "mla/Runtime/Npy.h"
 #include "mla/Runtime/Numerics.h"
 #include "mla/Runtime/Problem.h"
@@ -55,7 +56,10 @@ static cl::opt<double> smScale("sm-scale", cl::desc("Softmax scale (default 1/sq
                                cl::init(0.0), cl::cat(category));
 static cl::opt<std::string> saveInputs("save-inputs", cl::desc("Write the inputs as .npy to DIR"),
                                        cl::value_desc("DIR"), cl::cat(category));
-static cl::opt<std::string> backend("backend", cl::desc("Backend: cpu"), cl::init("cpu"),
+static cl::opt<std::string> backend("backend",
+                                    cl::desc("Backend: cpu (reference lowering) or emu "
+                                             "(the gfx950 kernels on the CPU)"),
+                                    cl::init("cpu"),
                                     cl::cat(category));
 static cl::opt<std::string> pipeline(
     "pipeline",
@@ -105,15 +109,19 @@ int main(int argc, char **argv) {
     if (!format)
       return fail("unknown --format '" + formatOpt + "' (bf16, fp8 or mxfp4)");
   }
-  if (backend != "cpu")
-    return fail("unknown --backend '" + backend + "' (available: cpu)");
+  if (backend != "cpu" && backend != "emu")
+    return fail("unknown --backend '" + backend + "' (available: cpu, emu)");
   if (repeat < 1)
     return fail("--repeat must be at least 1");
   if (pipeline != "decompose" && pipeline != "split")
     return fail("unknown --pipeline '" + pipeline + "' (decompose or split)");
   bool split = pipeline == "split";
-  if (!split && (splitsOpt != -1 || kvTileOpt != 0))
+  bool emu = backend == "emu";
+  if (!split && !emu && (splitsOpt != -1 || kvTileOpt != 0))
     return fail("--splits and --kv-tile need --pipeline split");
+  if (emu && (kvTileOpt != 0 || split))
+    return fail("the emu backend runs the gfx950 pipeline: it takes --splits, "
+                "not --pipeline or --kv-tile");
   if (split && splitsOpt != -1 && splitsOpt < 1)
     return fail("--splits must be at least 1, got " + llvm::Twine(splitsOpt));
   if (smScale < 0.0)
@@ -152,7 +160,9 @@ int main(int argc, char **argv) {
       return fail(std::move(err));
 
   llvm::outs() << "mla-run: format=" << formatName(problem.format)
-               << " backend=" << backend << " pipeline=" << pipeline << " B=" << problem.numSeqs()
+               << " backend=" << backend
+               << " pipeline=" << (emu ? std::string("gfx950") : std::string(pipeline))
+               << " B=" << problem.numSeqs()
                << " T=" << problem.numTokens << " H=" << problem.numHeads
                << " N=" << problem.numRows << " Dqk=" << problem.qkDim
                << " Dv=" << problem.vDim << "\n";
@@ -165,16 +175,30 @@ int main(int argc, char **argv) {
     sig.kvTile = kvTileOpt;
     sig.splits = splitsOpt;
   }
-  auto kernel = CpuKernel::compile(sig, dumpIR);
-  if (!kernel)
-    return fail(kernel.takeError());
+  if (emu)
+    sig.splits = splitsOpt;
+  std::unique_ptr<CpuKernel> cpuKernel;
+  std::unique_ptr<EmuKernel> emuKernel;
+  if (emu) {
+    auto kernel = EmuKernel::compile(sig, dumpIR);
+    if (!kernel)
+      return fail(kernel.takeError());
+    emuKernel = std::move(*kernel);
+  } else {
+    auto kernel = CpuKernel::compile(sig, dumpIR);
+    if (!kernel)
+      return fail(kernel.takeError());
+    cpuKernel = std::move(*kernel);
+  }
 
   std::vector<uint16_t> out;
   std::vector<float> lse;
   std::vector<double> times;
   for (int i = 0; i < repeat; ++i) {
     auto start = std::chrono::steady_clock::now();
-    if (llvm::Error err = (*kernel)->run(problem, out, lse))
+    llvm::Error err = emu ? emuKernel->run(problem, out, lse)
+                          : cpuKernel->run(problem, out, lse);
+    if (err)
       return fail(std::move(err));
     times.push_back(std::chrono::duration<double, std::milli>(
                         std::chrono::steady_clock::now() - start)
@@ -203,6 +227,9 @@ int main(int argc, char **argv) {
   if (noCheck)
     return 0;
   Tolerance tol = defaultTolerance(problem.format);
+  // The gfx950 kernels quantize Q and P to fp8 as well: the bar is 5e-3.
+  if (emu)
+    tol.maxRelErr = 5e-3;
   ReferenceResult ref = referenceDecode(problem);
   ErrorReport report = compareWithReference(ref, out, lse, tol);
   llvm::outs() << llvm::format("rel_err=%.3e max_abs_err=%.3e lse_max_abs_err=%.3e\n",

@@ -55,6 +55,25 @@ struct DecodeToGFX950PipelineOptions
 void buildDecodeToGFX950Pipeline(mlir::OpPassManager &pm,
                                  const DecodeToGFX950PipelineOptions &options);
 
+struct DecodeToEmuPipelineOptions
+    : public mlir::PassPipelineOptions<DecodeToEmuPipelineOptions> {
+  Option<int64_t> splits{
+      *this, "splits",
+      llvm::cl::desc("Work items per sequence (-1 = balanced planner)"),
+      llvm::cl::init(-1)};
+};
+
+/// The gfx950 kernels for the emu backend: config (gfx950) -> split-KV ->
+/// mla-to-gpu -> mla-lower-to-mfma -> mla-gpu-to-emu, i.e. the very
+/// MFMA-level kernels of the gfx950 pipeline as host lane functions.
+void buildDecodeToEmuKernelsPipeline(mlir::OpPassManager &pm,
+                                     const DecodeToEmuPipelineOptions &options);
+/// The same, lowered to the LLVM dialect for the ExecutionEngine.
+void buildDecodeToEmuPipeline(mlir::OpPassManager &pm,
+                              const DecodeToEmuPipelineOptions &options);
+/// Upstream tensor/vector/memref ops -> LLVM dialect on the host.
+void addHostLoweringPasses(mlir::OpPassManager &pm);
+
 /// mla.decode -> decomposed upstream ops -> bufferized loops -> LLVM dialect,
 /// ready for MLIR's ExecutionEngine. Functions are expected to carry
 /// `llvm.emit_c_interface` if called from C++.

@@ -303,4 +303,27 @@ def MLALowerToMFMAPass : Pass<"mla-lower-to-mfma"> {
   ];
 }
 
+def MLAGPUToEmuPass : Pass<"mla-gpu-to-emu", "mlir::ModuleOp"> {
+  let summary = "Turn the MFMA-level kernels into host lane functions for the emu backend";
+  let description = [{
+    Each kernel of the module's gpu.module becomes `func.func @<kernel>_lane`
+    (arguments: the kernel's, its workgroup buffers, an i64 context), which
+    one lane runs as a fiber. Thread/block ids and barriers become calls into
+    the emu runtime; `amdgpu.mfma 16x16x128` (fp8), `gpu.shuffle xor` and
+    `amdgpu.gather_to_lds` become wave rendezvous calls that compute what the
+    instruction does; fp8 `arith.truncf` calls the hardware conversion;
+    `llvm.amdgcn.exp2/log` become `math.exp2/log2`; `memory_counter_wait`
+    disappears (emulated loads complete at once); GPU address spaces are
+    dropped. Host functions and the gpu.module are removed: the emu runtime
+    launches the lane functions. Any other GPU op is an error naming it.
+
+    Must run after mla-lower-to-mfma, before convert-arith-to-amdgpu.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
+    "mlir::math::MathDialect", "mlir::memref::MemRefDialect",
+    "mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // MLA_TRANSFORMS_PASSES_TD

@@ -1,0 +1,292 @@
+//===- GPUToEmu.cpp - MFMA-level kernels -> host lane functions -----------===//
+//
+// The emu backend runs the gfx950 kernels as they stand after
+// mla-lower-to-mfma on the CPU. Every kernel becomes a host function that one
+// lane (fiber) executes, with a context handle as its last argument; what a
+// lane cannot do alone becomes a call into the emu runtime
+// (runtime/emu/Runtime.cpp): thread and block ids, workgroup barriers, and
+// the wave-level operations — amdgpu.mfma, gpu.shuffle, amdgpu.gather_to_lds
+// — which rendezvous the wave's 64 lanes and compute exactly what the
+// instruction does (include/mla/Emu/MFMA.h). fp8 conversions follow the
+// hardware's round-to-nearest-even; exp2/log are the host's. Workgroup
+// memory arrives as arguments (one buffer per workgroup). An op the emulator
+// does not model is an error naming it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/Transforms/Passes.h"
+
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/AttrTypeSubElements.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mla {
+#define GEN_PASS_DEF_MLAGPUTOEMUPASS
+#include "mla/Transforms/Passes.h.inc"
+} // namespace mla
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+/// Declares `name` : (inputs) -> (results) in `module` once.
+func::FuncOp runtimeFunction(ModuleOp module, StringRef name,
+                             TypeRange inputs, TypeRange results) {
+  if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+    return fn;
+  OpBuilder b(module.getBodyRegion());
+  auto fn = func::FuncOp::create(b, module.getLoc(), name,
+                                 b.getFunctionType(inputs, results));
+  fn.setPrivate();
+  return fn;
+}
+
+class LaneFunctionBuilder {
+public:
+  LaneFunctionBuilder(ModuleOp module, func::FuncOp fn, Value ctx)
+      : module(module), fn(fn), ctx(ctx), b(fn.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  Value call(Location loc, StringRef name, TypeRange results,
+             ValueRange args) {
+    SmallVector<Type> inputs;
+    for (Value a : args)
+      inputs.push_back(a.getType());
+    func::FuncOp callee = runtimeFunction(module, name, inputs, results);
+    auto op = func::CallOp::create(b, loc, callee, args);
+    return op.getNumResults() ? op.getResult(0) : Value();
+  }
+  Value i64(Location loc, Value index) {
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+  }
+  Value index(Location loc, Value v) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  }
+  /// Byte address of memref[indices] as i64.
+  Value address(Location loc, Value memref, ValueRange indices);
+  /// A stack buffer of `bytes` i8 allocated once at the function entry.
+  Value scratch(int64_t bytes);
+
+  ModuleOp module;
+  func::FuncOp fn;
+  Value ctx;
+  OpBuilder b;
+};
+
+Value LaneFunctionBuilder::address(Location loc, Value memref,
+                                   ValueRange indices) {
+  auto type = cast<MemRefType>(memref.getType());
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  Value linear = meta.getOffset();
+  for (auto [i, idx] : llvm::enumerate(indices))
+    linear = arith::AddIOp::create(
+        b, loc, linear,
+        arith::MulIOp::create(b, loc, idx, meta.getStrides()[i]));
+  int64_t elemBytes = type.getElementTypeBitWidth() / 8;
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value offset = arith::MulIOp::create(
+      b, loc, linear, arith::ConstantIndexOp::create(b, loc, elemBytes));
+  return i64(loc, arith::AddIOp::create(b, loc, base, offset));
+}
+
+Value LaneFunctionBuilder::scratch(int64_t bytes) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&fn.getBody().front());
+  return memref::AllocaOp::create(
+      b, fn.getLoc(), MemRefType::get({bytes}, b.getI8Type()));
+}
+
+LogicalResult LaneFunctionBuilder::run() {
+  Type i64Type = b.getI64Type(), f32 = b.getF32Type(), i32 = b.getI32Type();
+  Value aBuf = scratch(32), bBuf = scratch(32), cBuf = scratch(16),
+        dBuf = scratch(16);
+  SmallVector<Operation *> ops;
+  fn.walk([&](Operation *op) { ops.push_back(op); });
+  for (Operation *op : ops) {
+    Location loc = op->getLoc();
+    b.setInsertionPoint(op);
+    if (auto tid = dyn_cast<gpu::ThreadIdOp>(op)) {
+      if (tid.getDimension() != gpu::Dimension::x)
+        return op->emitOpError("emu: only x thread ids are modelled");
+      op->getResult(0).replaceAllUsesWith(
+          index(loc, call(loc, "mla_emu_thread_id", {i64Type}, {ctx})));
+    } else if (auto bid = dyn_cast<gpu::BlockIdOp>(op)) {
+      Value dim = arith::ConstantOp::create(
+          b, loc, b.getI64IntegerAttr(static_cast<int64_t>(bid.getDimension())));
+      op->getResult(0).replaceAllUsesWith(
+          index(loc, call(loc, "mla_emu_block_id", {i64Type}, {ctx, dim})));
+    } else if (isa<gpu::BarrierOp, amdgpu::LDSBarrierOp>(op)) {
+      call(loc, "mla_emu_barrier", {}, {ctx});
+    } else if (isa<amdgpu::MemoryCounterWaitOp>(op)) {
+      // Every emulated load completes before the next instruction.
+    } else if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op)) {
+      if (shuffle.getMode() != gpu::ShuffleMode::XOR ||
+          !shuffle.getValue().getType().isF32())
+        return op->emitOpError("emu: only f32 xor shuffles are modelled");
+      Value v = call(loc, "mla_emu_shuffle_xor", {f32},
+                     {ctx, shuffle.getValue(), shuffle.getOffset()});
+      shuffle.getShuffleResult().replaceAllUsesWith(v);
+      shuffle.getValid().replaceAllUsesWith(
+          arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+    } else if (auto gather = dyn_cast<amdgpu::GatherToLDSOp>(op)) {
+      Type transfer = gather.getTransferType();
+      int64_t bytes = 0;
+      if (auto vt = dyn_cast<VectorType>(transfer))
+        bytes = vt.getNumElements() * vt.getElementTypeBitWidth() / 8;
+      else
+        bytes = transfer.getIntOrFloatBitWidth() / 8;
+      Value src = address(loc, gather.getSrc(), gather.getSrcIndices());
+      Value dst = address(loc, gather.getDst(), gather.getDstIndices());
+      call(loc, "mla_emu_gather_to_lds", {},
+           {ctx, src, dst,
+            arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes))});
+    } else if (auto mfma = dyn_cast<amdgpu::MFMAOp>(op)) {
+      auto aType = dyn_cast<VectorType>(mfma.getSourceA().getType());
+      if (mfma.getM() != 16 || mfma.getN() != 16 || mfma.getK() != 128 ||
+          !aType || !isa<Float8E4M3FNType>(aType.getElementType()) ||
+          mfma.getSourceB().getType() != aType)
+        return op->emitOpError(
+            "emu: only amdgpu.mfma 16x16x128 on f8E4M3FN is modelled");
+      auto bytes = VectorType::get({32}, b.getI8Type());
+      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+      vector::StoreOp::create(
+          b, loc, vector::BitCastOp::create(b, loc, bytes, mfma.getSourceA()),
+          aBuf, ValueRange{c0});
+      vector::StoreOp::create(
+          b, loc, vector::BitCastOp::create(b, loc, bytes, mfma.getSourceB()),
+          bBuf, ValueRange{c0});
+      auto f32x4 = VectorType::get({4}, f32);
+      auto i8x16 = VectorType::get({16}, b.getI8Type());
+      vector::StoreOp::create(
+          b, loc, vector::BitCastOp::create(b, loc, i8x16, mfma.getDestC()),
+          cBuf, ValueRange{c0});
+      call(loc, "mla_emu_mfma_16x16x128_fp8", {},
+           {ctx, address(loc, aBuf, {c0}), address(loc, bBuf, {c0}),
+            address(loc, cBuf, {c0}), address(loc, dBuf, {c0})});
+      Value d = vector::LoadOp::create(b, loc, i8x16, dBuf, ValueRange{c0});
+      op->getResult(0).replaceAllUsesWith(
+          vector::BitCastOp::create(b, loc, f32x4, d));
+    } else if (auto trunc = dyn_cast<arith::TruncFOp>(op)) {
+      Type out = getElementTypeOrSelf(trunc.getType());
+      if (!isa<Float8E4M3FNType>(out))
+        continue;
+      // The hardware's fp8 conversion, element by element.
+      auto convert = [&](Value x) {
+        Value byte = call(loc, "mla_emu_cvt_f32_to_fp8", {b.getI8Type()}, {x});
+        return arith::BitcastOp::create(b, loc, out, byte).getResult();
+      };
+      auto vt = dyn_cast<VectorType>(trunc.getIn().getType());
+      if (!vt) {
+        op->getResult(0).replaceAllUsesWith(convert(trunc.getIn()));
+      } else {
+        if (vt.getRank() != 1)
+          return op->emitOpError("emu: fp8 conversion of a rank-")
+                 << vt.getRank() << " vector";
+        SmallVector<Value> elements;
+        for (int64_t e = 0; e < vt.getDimSize(0); ++e)
+          elements.push_back(convert(vector::ExtractOp::create(
+              b, loc, trunc.getIn(), ArrayRef<int64_t>{e})));
+        op->getResult(0).replaceAllUsesWith(vector::FromElementsOp::create(
+            b, loc, cast<VectorType>(trunc.getType()), elements));
+      }
+    } else if (auto intr = dyn_cast<LLVM::CallIntrinsicOp>(op)) {
+      StringRef name = intr.getIntrin();
+      Value x = intr.getArgs()[0];
+      Value y;
+      if (name == "llvm.amdgcn.exp2")
+        y = math::Exp2Op::create(b, loc, x);
+      else if (name == "llvm.amdgcn.log")
+        y = math::Log2Op::create(b, loc, x);
+      else
+        return op->emitOpError("emu: intrinsic ") << name << " is not modelled";
+      op->getResult(0).replaceAllUsesWith(y);
+    } else if (isa<gpu::GPUDialect, amdgpu::AMDGPUDialect>(op->getDialect()) &&
+               !isa<gpu::ReturnOp>(op)) {
+      return op->emitOpError("is not modelled by the emu backend");
+    } else {
+      continue;
+    }
+    op->erase();
+  }
+  // gpu.return -> func.return.
+  fn.walk([&](gpu::ReturnOp ret) {
+    OpBuilder rb(ret);
+    func::ReturnOp::create(rb, ret.getLoc());
+    ret.erase();
+  });
+  return success();
+}
+
+struct MLAGPUToEmuPass : public mla::impl::MLAGPUToEmuPassBase<MLAGPUToEmuPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    SmallVector<gpu::GPUFuncOp> kernels;
+    module.walk([&](gpu::GPUFuncOp fn) {
+      if (fn.isKernel())
+        kernels.push_back(fn);
+    });
+    if (kernels.empty()) {
+      module.emitError("emu: no gpu kernel to convert");
+      return signalPassFailure();
+    }
+
+    // The emu module holds only lane functions: the host code that launches
+    // them is the emu runtime's.
+    SmallVector<Operation *> hostOps;
+    for (Operation &op : module.getBody()->getOperations())
+      if (!isa<gpu::GPUModuleOp>(op))
+        hostOps.push_back(&op);
+
+    OpBuilder mb(ctx);
+    mb.setInsertionPointToEnd(module.getBody());
+    for (gpu::GPUFuncOp kernel : kernels) {
+      // Inputs: the kernel's arguments, its workgroup buffers, the context.
+      Block &entry = kernel.getBody().front();
+      SmallVector<Type> inputs(entry.getArgumentTypes());
+      inputs.push_back(mb.getI64Type());
+      auto fn = func::FuncOp::create(mb, kernel.getLoc(),
+                                     (kernel.getName() + "_lane").str(),
+                                     mb.getFunctionType(inputs, {}));
+      fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                  mb.getUnitAttr());
+      if (auto launch = kernel->getAttr(MLADialect::kLaunchAttrName))
+        fn->setAttr(MLADialect::kLaunchAttrName, launch);
+      fn.getBody().takeBody(kernel.getBody());
+      Value ctxArg =
+          fn.getBody().front().addArgument(mb.getI64Type(), kernel.getLoc());
+      if (failed(LaneFunctionBuilder(module, fn, ctxArg).run()))
+        return signalPassFailure();
+    }
+    for (Operation *op : hostOps)
+      op->erase();
+    module.walk([&](gpu::GPUModuleOp m) { m.erase(); });
+    module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
+
+    // Host memory has no GPU address spaces.
+    AttrTypeReplacer replacer;
+    replacer.addReplacement([](gpu::AddressSpaceAttr) -> Attribute {
+      return Attribute();
+    });
+    replacer.addReplacement([&](MemRefType type) -> Type {
+      if (!isa_and_nonnull<gpu::AddressSpaceAttr>(type.getMemorySpace()))
+        return type;
+      return MemRefType::get(type.getShape(), type.getElementType(),
+                             type.getLayout());
+    });
+    replacer.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true,
+                                          /*replaceLocs=*/false,
+                                          /*replaceTypes=*/true);
+  }
+};
+} // namespace
