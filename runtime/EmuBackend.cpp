@@ -79,6 +79,7 @@ EmuKernel::compile(const KernelSignature &sig, bool dumpIR) {
   }
   DecodeToEmuPipelineOptions options;
   options.splits = sig.splits;
+  options.testCorruptLayout = sig.testCorruptLayout;
   buildDecodeToEmuKernelsPipeline(kernels, options);
   if (mlir::failed(kernels.run(*module)))
     return error("emu backend: " + diagnostics);

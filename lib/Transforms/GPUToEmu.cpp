@@ -199,6 +199,28 @@ LogicalResult LaneFunctionBuilder::run() {
         op->getResult(0).replaceAllUsesWith(vector::FromElementsOp::create(
             b, loc, cast<VectorType>(trunc.getType()), elements));
       }
+    } else if (auto ext = dyn_cast<arith::ExtFOp>(op)) {
+      if (!isa<Float8E4M3FNType>(getElementTypeOrSelf(ext.getIn().getType())))
+        continue;
+      // The hardware's fp8 -> f32 conversion, element by element.
+      auto convert = [&](Value x) {
+        Value byte = arith::BitcastOp::create(b, loc, b.getI8Type(), x);
+        return call(loc, "mla_emu_cvt_fp8_to_f32", {f32}, {byte});
+      };
+      auto vt = dyn_cast<VectorType>(ext.getIn().getType());
+      if (!vt) {
+        op->getResult(0).replaceAllUsesWith(convert(ext.getIn()));
+      } else {
+        if (vt.getRank() != 1)
+          return op->emitOpError("emu: fp8 conversion of a rank-")
+                 << vt.getRank() << " vector";
+        SmallVector<Value> elements;
+        for (int64_t e = 0; e < vt.getDimSize(0); ++e)
+          elements.push_back(convert(vector::ExtractOp::create(
+              b, loc, ext.getIn(), ArrayRef<int64_t>{e})));
+        op->getResult(0).replaceAllUsesWith(vector::FromElementsOp::create(
+            b, loc, cast<VectorType>(ext.getType()), elements));
+      }
     } else if (auto intr = dyn_cast<LLVM::CallIntrinsicOp>(op)) {
       StringRef name = intr.getIntrin();
       Value x = intr.getArgs()[0];

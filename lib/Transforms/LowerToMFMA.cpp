@@ -109,7 +109,10 @@ SmallVector<Value> elementIndices(OpBuilder &b, Location loc,
 
 /// vector.contract of two fp8 tiles read from memory into a wave tile.
 struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
-  using OpConversionPattern::OpConversionPattern;
+  ContractToMFMA(const TypeConverter &converter, MLIRContext *ctx,
+                 bool corruptLayout)
+      : OpConversionPattern(converter, ctx), corruptLayout(corruptLayout) {}
+  bool corruptLayout;
 
   LogicalResult
   matchAndRewrite(vector::ContractionOp op, OpAdaptor adaptor,
@@ -155,10 +158,13 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
         DenseElementsAttr::get(frag32, rewriter.getFloatAttr(fp8, 0.0)));
 
     // A: row i, K run 16·kg.. of the chunk half at `half`.
+    Value rowA = lane.i;
+    if (corruptLayout)
+      rowA = arith::XOrIOp::create(rewriter, loc, lane.i, cst(rewriter, loc, 1));
     auto loadA = [&](int64_t kBase) -> Value {
       SmallVector<Value> idx = elementIndices(
           rewriter, loc, lhsRead.getIndices(), lhsRead.getPermutationMap(),
-          lane.i, addi(rewriter, loc, laneK, cst(rewriter, loc, kBase)));
+          rowA, addi(rewriter, loc, laneK, cst(rewriter, loc, kBase)));
       return vector::LoadOp::create(rewriter, loc, frag16, lhsRead.getBase(),
                                     idx);
     };
@@ -388,6 +394,7 @@ struct MathToAMDGCN : public OpConversionPattern<MathOp> {
 
 struct MLALowerToMFMAPass
     : public mla::impl::MLALowerToMFMAPassBase<MLALowerToMFMAPass> {
+  using Base::Base;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     WaveTileConverter converter;
@@ -407,7 +414,8 @@ struct MLALowerToMFMAPass
           return !isWaveTile(op.getVectorType());
         });
     RewritePatternSet patterns(ctx);
-    patterns.add<ContractToMFMA, ReadTile, WriteTile>(converter, ctx);
+    patterns.add<ContractToMFMA>(converter, ctx, testCorruptLayout);
+    patterns.add<ReadTile, WriteTile>(converter, ctx);
     patterns.add<ElementwiseOnTiles>(converter, ctx);
     patterns.add<MathToAMDGCN<math::Exp2Op>, MathToAMDGCN<math::Log2Op>,
                  MathToAMDGCN<math::ExpOp>, MathToAMDGCN<math::LogOp>>(

@@ -107,7 +107,9 @@ void mla::buildDecodeToEmuKernelsPipeline(
   pm.addPass(createMLASplitKVPass());
   pm.addPass(createMLAToGPUPass());
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
-  device.addPass(createMLALowerToMFMAPass());
+  MLALowerToMFMAPassOptions mfma;
+  mfma.testCorruptLayout = options.testCorruptLayout;
+  device.addPass(createMLALowerToMFMAPass(mfma));
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
   pm.addPass(createMLAGPUToEmuPass());

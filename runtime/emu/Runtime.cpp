@@ -183,6 +183,10 @@ static void mla_emu_mfma_16x16x128_fp8(int64_t ctx, int64_t a, int64_t b,
 static int8_t mla_emu_cvt_f32_to_fp8(float x) {
   return static_cast<int8_t>(encodeE4M3(x));
 }
+
+static float mla_emu_cvt_fp8_to_f32(int8_t code) {
+  return static_cast<float>(decodeE4M3(static_cast<uint8_t>(code)));
+}
 }
 
 std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
@@ -197,6 +201,8 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
        reinterpret_cast<void *>(&mla_emu_mfma_16x16x128_fp8)},
       {"mla_emu_cvt_f32_to_fp8",
        reinterpret_cast<void *>(&mla_emu_cvt_f32_to_fp8)},
+      {"mla_emu_cvt_fp8_to_f32",
+       reinterpret_cast<void *>(&mla_emu_cvt_fp8_to_f32)},
   };
 }
 

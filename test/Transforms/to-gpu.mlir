@@ -7,10 +7,10 @@
 // CHECK: mla.combine {{.+}} {mla.kernel = @mla_kernels::@mla_combine}
 // CHECK: gpu.module @mla_kernels [#rocdl.target<O = 3, chip = "gfx950">]
 // CHECK: gpu.func @mla_partial_decode(%{{[^ ]+}}: memref<?x16x576xbf16>, %[[KV:[^ ,)]+]]: memref<?x576xf8E4M3FN, #gpu.address_space<global>>,
-// CHECK-SAME: workgroup(%[[QLDS:[^ ,)]+]] : memref<4x16x640xf8E4M3FN, #gpu.address_space<workgroup>>, %[[KVLDS:[^ ,)]+]] : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, %[[SLDS:[^ ,)]+]] : memref<4x16x64xf32, #gpu.address_space<workgroup>>, %[[PLDS:[^ ,)]+]] : memref<4x16x64xf8E4M3FN, #gpu.address_space<workgroup>>, %{{.+}} : memref<4x16xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[QLDS:[^ ,)]+]] : memref<4x16x640xf8E4M3FN, #gpu.address_space<workgroup>>, %[[KVLDS:[^ ,)]+]] : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, %[[SLDS:[^ ,)]+]] : memref<4x16x64xf32, #gpu.address_space<workgroup>>, %[[PLDS:[^ ,)]+]] : memref<4x2x16x64xf8E4M3FN, #gpu.address_space<workgroup>>, %{{.+}} : memref<4x16xf32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: kernel
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
-// CHECK-SAME: mla.launch = {args = ["q", "kv", "kv_scale", "qo_indptr", "kv_indptr", "work_items", "partial_out", "partial_lse", "item_indptr", "out", "lse"], block = [256, 1, 1], grid = ["num_work_items", "1", "1"], lds_bytes = 135424 : i64}
+// CHECK-SAME: mla.launch = {args = ["q", "kv", "kv_scale", "qo_indptr", "kv_indptr", "work_items", "partial_out", "partial_lse", "item_indptr", "out", "lse"], block = [256, 1, 1], grid = ["num_work_items", "1", "1"], lds_bytes = 139520 : i64}
 // CHECK-SAME: rocdl.flat_work_group_size = "256,256"
 // CHECK-SAME: rocdl.waves_per_eu = 1 : i32
 // Q becomes fp8 once, with its own scale.
@@ -31,12 +31,18 @@
 // CHECK:   %[[S:[^ ,)]+]] = vector.contract {{.+}} %[[QT]], %[[KT]], %{{.+}} : vector<16x576xf8E4M3FN>, vector<64x576xf8E4M3FN> into vector<16x64xf32>
 // CHECK:   vector.transfer_write %[[S]], %[[SLDS]]
 // CHECK:   math.exp2 %{{.+}} : vector<16xf32>
-// CHECK:   arith.truncf %{{.+}} : vector<16xf32> to vector<16xf8E4M3FN>
-// CHECK:   vector.store %{{.+}}, %[[PLDS]]
+// P = hi + lo/16 in two fp8 parts.
+// CHECK:   %[[HI:[^ ,)]+]] = arith.truncf %{{.+}} : vector<16xf32> to vector<16xf8E4M3FN>
+// CHECK:   arith.extf %[[HI]] : vector<16xf8E4M3FN> to vector<16xf32>
+// CHECK:   %[[LO:[^ ,)]+]] = arith.truncf %{{.+}} : vector<16xf32> to vector<16xf8E4M3FN>
+// CHECK:   vector.store %[[HI]], %[[PLDS]]
+// CHECK:   vector.store %[[LO]], %[[PLDS]]
 // CHECK:   %[[PT:[^ ,)]+]] = vector.transfer_read %[[PLDS]]{{.+}} vector<16x64xf8E4M3FN>
 // The values are the first 512 columns of the same KV tile.
 // CHECK:   %[[VT:[^ ,)]+]] = vector.transfer_read %[[KVLDS]]{{.+}} vector<64x512xf8E4M3FN>
 // CHECK:   vector.contract {{.+}} %[[PT]], %[[VT]], %{{.+}} : vector<16x64xf8E4M3FN>, vector<64x512xf8E4M3FN> into vector<16x512xf32>
+// CHECK:   vector.transfer_read %[[PLDS]][%{{.+}}, %c1
+// CHECK:   vector.contract {{.+}} : vector<16x64xf8E4M3FN>, vector<64x512xf8E4M3FN> into vector<16x512xf32>
 // A sequence with a single work item writes its bf16 output directly; the
 // others write partials for the combine.
 // CHECK: %[[SINGLE:.+]] = arith.cmpi eq, %{{.+}}, %c1

@@ -84,6 +84,11 @@ static cl::opt<int> repeat("repeat", cl::desc("Run N times and print the median 
                            cl::init(1), cl::cat(category));
 static cl::opt<bool> noCheck("no-check", cl::desc("Skip the float64 reference check"),
                              cl::cat(category));
+static cl::opt<bool> testCorruptLayout(
+    "test-corrupt-mfma-layout",
+    cl::desc("Testing only (emu): build the kernels with a wrong MFMA operand "
+             "layout, to show that the numerics check catches it"),
+    cl::Hidden, cl::cat(category));
 static cl::opt<bool> dumpIR("dump-ir", cl::desc("Print the IR after every pass of the backend"),
                             cl::cat(category));
 
@@ -175,8 +180,10 @@ int main(int argc, char **argv) {
     sig.kvTile = kvTileOpt;
     sig.splits = splitsOpt;
   }
-  if (emu)
+  if (emu) {
     sig.splits = splitsOpt;
+    sig.testCorruptLayout = testCorruptLayout;
+  }
   std::unique_ptr<CpuKernel> cpuKernel;
   std::unique_ptr<EmuKernel> emuKernel;
   if (emu) {

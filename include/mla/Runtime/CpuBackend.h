@@ -35,6 +35,8 @@ struct KernelSignature {
   std::string target = "gfx950"; // the chip the work list is planned for
   int64_t kvTile = 0;            // 0: the config's choice
   int64_t splits = -1;           // -1: balanced planner; N: N items per sequence
+  // emu only, testing only: a deliberately wrong MFMA operand layout.
+  bool testCorruptLayout = false;
 };
 
 /// The MLIR source of the host entry point `mla_decode` for `sig`.

@@ -61,6 +61,10 @@ struct DecodeToEmuPipelineOptions
       *this, "splits",
       llvm::cl::desc("Work items per sequence (-1 = balanced planner)"),
       llvm::cl::init(-1)};
+  Option<bool> testCorruptLayout{
+      *this, "test-corrupt-layout",
+      llvm::cl::desc("Testing only: see mla-lower-to-mfma"),
+      llvm::cl::init(false)};
 };
 
 /// The gfx950 kernels for the emu backend: config (gfx950) -> split-KV ->

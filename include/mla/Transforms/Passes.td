@@ -296,6 +296,12 @@ def MLALowerToMFMAPass : Pass<"mla-lower-to-mfma"> {
 
     Must run after mla-to-gpu: expects the L3 kernels.
   }];
+  let options = [
+    Option<"testCorruptLayout", "test-corrupt-layout", "bool",
+           /*default=*/"false",
+           "Testing only: load the A fragment of lane i from row i^1, a "
+           "layout bug the emu numerics tests must catch">
+  ];
   let dependentDialects = [
     "mlir::amdgpu::AMDGPUDialect", "mlir::arith::ArithDialect",
     "mlir::gpu::GPUDialect", "mlir::LLVM::LLVMDialect",
