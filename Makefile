@@ -17,8 +17,8 @@ $(BUILD)/build.ninja: | bootstrap
 build: bootstrap $(BUILD)/build.ninja
 	ninja -C $(BUILD) -j $(JOBS)
 
-# Main job: compile the example mla.decode and run it, checked against the
-# float64 reference.
+# Main job: compile the example mla.decode for the host and for gfx950, and
+# run it on the cpu and emu backends, checked against the float64 reference.
 run: build
 	scripts/run-example.sh $(BUILD)
 
