@@ -107,7 +107,7 @@ Value LaneFunctionBuilder::scratch(int64_t bytes) {
 }
 
 LogicalResult LaneFunctionBuilder::run() {
-  Type i64Type = b.getI64Type(), f32 = b.getF32Type(), i32 = b.getI32Type();
+  Type i64Type = b.getI64Type(), f32 = b.getF32Type();
   Value aBuf = scratch(32), bBuf = scratch(32), cBuf = scratch(16),
         dBuf = scratch(16);
   SmallVector<Operation *> ops;
