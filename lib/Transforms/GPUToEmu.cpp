@@ -76,6 +76,10 @@ private:
   Value address(Location loc, Value memref, ValueRange indices);
   /// A stack buffer of `bytes` i8 allocated once at the function entry.
   Value scratch(int64_t bytes);
+  /// Replaces the single-operand `op` on a scalar or 1-D vector by `convert`
+  /// applied to each element.
+  LogicalResult replaceElementwise(Operation *op,
+                                   function_ref<Value(Value)> convert);
 
   ModuleOp module;
   func::FuncOp fn;
@@ -104,6 +108,28 @@ Value LaneFunctionBuilder::scratch(int64_t bytes) {
   b.setInsertionPointToStart(&fn.getBody().front());
   return memref::AllocaOp::create(
       b, fn.getLoc(), MemRefType::get({bytes}, b.getI8Type()));
+}
+
+LogicalResult
+LaneFunctionBuilder::replaceElementwise(Operation *op,
+                                        function_ref<Value(Value)> convert) {
+  Location loc = op->getLoc();
+  Value in = op->getOperand(0);
+  auto vt = dyn_cast<VectorType>(in.getType());
+  if (!vt) {
+    op->getResult(0).replaceAllUsesWith(convert(in));
+    return success();
+  }
+  if (vt.getRank() != 1)
+    return op->emitOpError("emu: fp8 conversion of a rank-")
+           << vt.getRank() << " vector";
+  SmallVector<Value> elements;
+  for (int64_t e = 0; e < vt.getDimSize(0); ++e)
+    elements.push_back(
+        convert(vector::ExtractOp::create(b, loc, in, ArrayRef<int64_t>{e})));
+  op->getResult(0).replaceAllUsesWith(vector::FromElementsOp::create(
+      b, loc, cast<VectorType>(op->getResult(0).getType()), elements));
+  return success();
 }
 
 LogicalResult LaneFunctionBuilder::run() {
@@ -177,50 +203,25 @@ LogicalResult LaneFunctionBuilder::run() {
       op->getResult(0).replaceAllUsesWith(
           vector::BitCastOp::create(b, loc, f32x4, d));
     } else if (auto trunc = dyn_cast<arith::TruncFOp>(op)) {
-      Type out = getElementTypeOrSelf(trunc.getType());
-      if (!isa<Float8E4M3FNType>(out))
+      if (!isa<Float8E4M3FNType>(getElementTypeOrSelf(trunc.getType())))
         continue;
-      // The hardware's fp8 conversion, element by element.
-      auto convert = [&](Value x) {
-        Value byte = call(loc, "mla_emu_cvt_f32_to_fp8", {b.getI8Type()}, {x});
-        return arith::BitcastOp::create(b, loc, out, byte).getResult();
-      };
-      auto vt = dyn_cast<VectorType>(trunc.getIn().getType());
-      if (!vt) {
-        op->getResult(0).replaceAllUsesWith(convert(trunc.getIn()));
-      } else {
-        if (vt.getRank() != 1)
-          return op->emitOpError("emu: fp8 conversion of a rank-")
-                 << vt.getRank() << " vector";
-        SmallVector<Value> elements;
-        for (int64_t e = 0; e < vt.getDimSize(0); ++e)
-          elements.push_back(convert(vector::ExtractOp::create(
-              b, loc, trunc.getIn(), ArrayRef<int64_t>{e})));
-        op->getResult(0).replaceAllUsesWith(vector::FromElementsOp::create(
-            b, loc, cast<VectorType>(trunc.getType()), elements));
-      }
+      // The hardware's f32 -> fp8 conversion, element by element.
+      Type fp8 = getElementTypeOrSelf(trunc.getType());
+      if (failed(replaceElementwise(op, [&](Value x) {
+            Value byte =
+                call(loc, "mla_emu_cvt_f32_to_fp8", {b.getI8Type()}, {x});
+            return arith::BitcastOp::create(b, loc, fp8, byte).getResult();
+          })))
+        return failure();
     } else if (auto ext = dyn_cast<arith::ExtFOp>(op)) {
       if (!isa<Float8E4M3FNType>(getElementTypeOrSelf(ext.getIn().getType())))
         continue;
       // The hardware's fp8 -> f32 conversion, element by element.
-      auto convert = [&](Value x) {
-        Value byte = arith::BitcastOp::create(b, loc, b.getI8Type(), x);
-        return call(loc, "mla_emu_cvt_fp8_to_f32", {f32}, {byte});
-      };
-      auto vt = dyn_cast<VectorType>(ext.getIn().getType());
-      if (!vt) {
-        op->getResult(0).replaceAllUsesWith(convert(ext.getIn()));
-      } else {
-        if (vt.getRank() != 1)
-          return op->emitOpError("emu: fp8 conversion of a rank-")
-                 << vt.getRank() << " vector";
-        SmallVector<Value> elements;
-        for (int64_t e = 0; e < vt.getDimSize(0); ++e)
-          elements.push_back(convert(vector::ExtractOp::create(
-              b, loc, ext.getIn(), ArrayRef<int64_t>{e})));
-        op->getResult(0).replaceAllUsesWith(vector::FromElementsOp::create(
-            b, loc, cast<VectorType>(ext.getType()), elements));
-      }
+      if (failed(replaceElementwise(op, [&](Value x) {
+            Value byte = arith::BitcastOp::create(b, loc, b.getI8Type(), x);
+            return call(loc, "mla_emu_cvt_fp8_to_f32", {f32}, {byte});
+          })))
+        return failure();
     } else if (auto intr = dyn_cast<LLVM::CallIntrinsicOp>(op)) {
       StringRef name = intr.getIntrin();
       Value x = intr.getArgs()[0];

@@ -73,15 +73,23 @@ void mla::buildDecodeSplitToCPUPipeline(
   addHostLoweringPasses(pm);
 }
 
+namespace {
+/// config -> split-KV -> kernels (L3); returns the gpu.module's pass manager.
+OpPassManager &addKernelPasses(OpPassManager &pm, StringRef target,
+                               int64_t splits) {
+  mla::MLASelectConfigPassOptions config;
+  config.targetName = target.str();
+  config.splits = splits;
+  pm.addPass(mla::createMLASelectConfigPass(config));
+  pm.addPass(mla::createMLASplitKVPass());
+  pm.addPass(mla::createMLAToGPUPass());
+  return pm.nest<gpu::GPUModuleOp>();
+}
+} // namespace
+
 void mla::buildDecodeToGFX950Pipeline(
     OpPassManager &pm, const DecodeToGFX950PipelineOptions &options) {
-  MLASelectConfigPassOptions config;
-  config.targetName = options.target;
-  config.splits = options.splits;
-  pm.addPass(createMLASelectConfigPass(config));
-  pm.addPass(createMLASplitKVPass());
-  pm.addPass(createMLAToGPUPass());
-  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  OpPassManager &device = addKernelPasses(pm, options.target, options.splits);
   // fp8 truncations become the packed gfx950 conversions first, so that the
   // MFMA pass also turns their strided slices into shuffles.
   ArithToAMDGPUConversionPassOptions arithOptions;
@@ -100,13 +108,7 @@ void mla::buildDecodeToGFX950Pipeline(
 
 void mla::buildDecodeToEmuKernelsPipeline(
     OpPassManager &pm, const DecodeToEmuPipelineOptions &options) {
-  MLASelectConfigPassOptions config;
-  config.targetName = "gfx950";
-  config.splits = options.splits;
-  pm.addPass(createMLASelectConfigPass(config));
-  pm.addPass(createMLASplitKVPass());
-  pm.addPass(createMLAToGPUPass());
-  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  OpPassManager &device = addKernelPasses(pm, "gfx950", options.splits);
   MLALowerToMFMAPassOptions mfma;
   mfma.testCorruptLayout = options.testCorruptLayout;
   device.addPass(createMLALowerToMFMAPass(mfma));
