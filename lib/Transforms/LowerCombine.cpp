@@ -67,14 +67,9 @@ public:
                              {numItems, qLen, heads});
 
           // Loops (t, h, j) over the sequence's items j.
-          AffineMap lseMap = map(3, {2, 0, 1}), rowMap = map(3, {0, 1});
-          Value maxLse = generic(
-              filled({qLen, heads}, f32, cF32(kNegInf)), lses, {lseMap, rowMap},
-              {kPar, kPar, kRed}, [&](OpBuilder &nb, Location nl, ValueRange a) {
-                linalg::YieldOp::create(
-                    nb, nl,
-                    ValueRange{arith::MaximumFOp::create(nb, nl, a[0], a[1])});
-              });
+          AffineMap lseMap = map(3, {2, 0, 1});
+          Value maxLse =
+              rowMax(lses, filled({qLen, heads}, f32, cF32(kNegInf)), lseMap);
           // w_j = exp(lse_j - m), laid out [j, t, h] like the partials.
           AffineMap id3 = identity(3), maxMap = map(3, {1, 2});
           Value weights = generic(
@@ -87,13 +82,8 @@ public:
                     ValueRange{math::ExpOp::create(
                         nb, nl, arith::SubFOp::create(nb, nl, a[0], shift))});
               });
-          Value weightSum = generic(
-              filled({qLen, heads}, f32, cF32(0.0)), weights, {lseMap, rowMap},
-              {kPar, kPar, kRed}, [&](OpBuilder &nb, Location nl, ValueRange a) {
-                linalg::YieldOp::create(
-                    nb, nl,
-                    ValueRange{arith::AddFOp::create(nb, nl, a[0], a[1])});
-              });
+          Value weightSum =
+              rowSum(weights, filled({qLen, heads}, f32, cF32(0.0)), lseMap);
           // Loops (t, h, j, e): sum_j w_j * out_j.
           Value merged = generic(
               filled({qLen, heads, dv}, f32, cF32(0.0)), {weights, outs},

@@ -36,8 +36,9 @@ Value LoweringBuilder::qkScores(Value qRows, Value keys,
                  });
 }
 
-Value LoweringBuilder::rowMax(Value x, Value init) {
-  return generic(init, x, {identity(3), map(3, {0, 1})}, {kPar, kPar, kRed},
+Value LoweringBuilder::rowMax(Value x, Value init, AffineMap inputMap) {
+  return generic(init, x, {inputMap ? inputMap : identity(3), map(3, {0, 1})},
+                 {kPar, kPar, kRed},
                  [&](OpBuilder &nb, Location nl, ValueRange a) {
                    linalg::YieldOp::create(
                        nb, nl,
@@ -45,9 +46,10 @@ Value LoweringBuilder::rowMax(Value x, Value init) {
                  });
 }
 
-Value LoweringBuilder::rowSum(Value x, Value init) {
+Value LoweringBuilder::rowSum(Value x, Value init, AffineMap inputMap) {
   Type accType = elementType(init);
-  return generic(init, x, {identity(3), map(3, {0, 1})}, {kPar, kPar, kRed},
+  return generic(init, x, {inputMap ? inputMap : identity(3), map(3, {0, 1})},
+                 {kPar, kPar, kRed},
                  [&](OpBuilder &nb, Location nl, ValueRange a) {
                    Value v = castFloat(nb, nl, a[0], accType);
                    linalg::YieldOp::create(

@@ -121,10 +121,13 @@ public:
   /// f32 `keys` [P, D]; loops (t, h, p, d).
   mlir::Value qkScores(mlir::Value qRows, mlir::Value keys,
                        llvm::ArrayRef<mlir::OpFoldResult> shape);
-  /// max_p x[t, h, p] folded into `init` [t, h].
-  mlir::Value rowMax(mlir::Value x, mlir::Value init);
+  /// max_p x[t, h, p] folded into `init` [t, h]. `inputMap` reads x with
+  /// loops (t, h, p) when x is laid out otherwise (default: identity).
+  mlir::Value rowMax(mlir::Value x, mlir::Value init,
+                     mlir::AffineMap inputMap = {});
   /// sum_p x[t, h, p] added to `init` [t, h] (f32 or f64; x is extended).
-  mlir::Value rowSum(mlir::Value x, mlir::Value init);
+  mlir::Value rowSum(mlir::Value x, mlir::Value init,
+                     mlir::AffineMap inputMap = {});
   /// exp(x[t, h, p] - guardedShift(max[t, h])), in place of x.
   mlir::Value expShifted(mlir::Value x, mlir::Value max);
   /// init[t, h, e] + sum_p p[t, h, p] * v[p, e]; loops (t, h, p, e) keep
