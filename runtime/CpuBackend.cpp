@@ -1,9 +1,20 @@
 //===- CpuBackend.cpp - run mla.decode on the host ------------------------===//
+//
+// The `cpu` backend: the artifact's reference form (one mla.decode in a host
+// function over memrefs) lowered with mla-decode-to-cpu or the split
+// pipeline and run in-process through MLIR's ExecutionEngine. The lowered
+// code plans and allocates for itself: it is the reference, not a model of
+// the device's memory discipline.
+//
+//===----------------------------------------------------------------------===//
 
-#include "mla/Runtime/CpuBackend.h"
+#include "Backend.h"
+
+#include "mla/Runtime/HostModule.h"
 #include "mla/Runtime/MemRefDescriptor.h"
+#include "mla/Runtime/Status.h"
 
-#include "JitSupport.h"
+#include "mla/Runtime/JitSupport.h"
 
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Target/SplitPlanner.h"
@@ -32,10 +43,6 @@
 using namespace mla;
 
 namespace {
-llvm::Error error(const llvm::Twine &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-}
-
 std::string kvElementType(CacheFormat format) {
   switch (format) {
   case CacheFormat::BF16:
@@ -149,95 +156,105 @@ std::string mla::buildHostModuleSource(const KernelSignature &sig) {
   return s;
 }
 
-struct CpuKernel::Impl {
-  KernelSignature sig;
+namespace {
+/// The reference form of an artifact, lowered with the pipeline its
+/// manifest names and JIT-compiled.
+class CpuKernel : public rt::LoadedKernel {
+public:
+  llvm::Error init(const Artifact &artifact);
+  llvm::Error launch(const rt::LaunchBuffers &buffers, void *stream) override;
+
+private:
+  CacheFormat format = CacheFormat::BF16;
+  int64_t numHeads = 0, qkDim = 0, vDim = 0;
   mlir::MLIRContext context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
 };
 
-CpuKernel::~CpuKernel() = default;
-
-llvm::Expected<std::unique_ptr<CpuKernel>>
-CpuKernel::compile(const KernelSignature &sig, bool dumpIR) {
-  auto kernel = std::unique_ptr<CpuKernel>(new CpuKernel());
-  kernel->impl = std::make_unique<Impl>();
-  kernel->impl->sig = sig;
-  mlir::MLIRContext &ctx = kernel->impl->context;
-  prepareContext(ctx);
-
+llvm::Error CpuKernel::init(const Artifact &a) {
+  format = a.format;
+  numHeads = a.numHeads;
+  qkDim = a.qkDim;
+  vDim = a.vDim;
+  prepareContext(context);
   std::string diagnostics;
-  llvm::raw_string_ostream diagStream(diagnostics);
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &diag) {
-    // The host module is generated here, so its locations mean nothing to
-    // the user: report the message alone.
-    diagStream << (diagnostics.empty() ? "" : "; ") << diag;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << (diagnostics.empty() ? "" : "; ") << diag;
   });
-  std::string source = buildHostModuleSource(sig);
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(source, &ctx, "mla_decode_host");
+      mlir::parseSourceString<mlir::ModuleOp>(a.cpuModule, &context,
+                                              "decode.cpu.mlir");
   if (!module)
-    return error("cpu backend: the host module does not parse: " + diagnostics);
-
-  mlir::PassManager pm(&ctx);
-  if (dumpIR) {
-    ctx.disableMultithreading();
-    pm.enableIRPrinting();
-  }
-  if (sig.pipeline == HostPipeline::Split) {
+    return statusError(Status::InvalidArtifact,
+                       "invalid artifact: the reference form does not "
+                       "parse: " + diagnostics);
+  mlir::PassManager pm(&context);
+  if (a.cpuPipeline == "split") {
     DecodeSplitToCPUPipelineOptions options;
-    options.target = sig.target;
-    options.kvTile = sig.kvTile;
-    options.splits = sig.splits;
+    options.target = a.chip;
+    options.kvTile = a.cpuKVTile;
+    options.splits = a.forcedSplits > 0 ? a.forcedSplits : -1;
     buildDecodeSplitToCPUPipeline(pm, options);
   } else {
     buildDecodeToCPUPipeline(pm, DecodeToCPUPipelineOptions());
   }
   if (mlir::failed(pm.run(*module)))
-    return error("cpu backend: " + diagnostics);
-
-  auto engine = createEngine(
+    return statusError(Status::InvalidArtifact,
+                       "invalid artifact: the reference form does not "
+                       "compile: " + diagnostics);
+  auto jit = createEngine(
       *module, {{("_mlir_ciface_" + kPlanSplitsFunctionName).str(),
                  reinterpret_cast<void *>(&planSplitsForHost)}});
-  if (!engine)
-    return error("cpu backend: JIT compilation failed: " +
-                 llvm::toString(engine.takeError()));
-  kernel->impl->engine = std::move(*engine);
-  return kernel;
+  if (!jit)
+    return statusError(Status::Internal,
+                       "cpu backend: JIT compilation failed: " +
+                           llvm::toString(jit.takeError()));
+  engine = std::move(*jit);
+  return llvm::Error::success();
 }
 
-llvm::Error CpuKernel::run(const DecodeProblem &p, std::vector<uint16_t> &out,
-                           std::vector<float> &lse) {
-  const KernelSignature &sig = impl->sig;
-  if (p.format != sig.format || p.numHeads != sig.numHeads ||
-      p.qkDim != sig.qkDim || p.vDim != sig.vDim)
-    return error("cpu backend: problem does not match the compiled kernel");
-  if (llvm::Error err = validateProblem(p))
-    return err;
-  int64_t T = p.numTokens, H = p.numHeads, D = p.qkDim, N = p.numRows;
-  int64_t B1 = p.qoIndptr.size();
-  out.assign(T * H * p.vDim, 0);
-  lse.assign(T * H, 0.0f);
-
-  auto q = describe<3>(p.q.data(), {T, H, D});
-  auto kv = describe<2>(p.kv.data(),
-                        {N, p.format == CacheFormat::MXFP4 ? D / 2 : D});
-  auto qo = describe<1>(p.qoIndptr.data(), {B1});
-  auto kvp = describe<1>(p.kvIndptr.data(), {B1});
-  auto fp8Scale = describe<1>(&p.fp8Scale, {1});
-  auto mxScale = describe<2>(p.mxScales.data(), {N, D / 32});
-  auto o = describe<3>(out.data(), {T, H, p.vDim});
-  auto l = describe<2>(lse.data(), {T, H});
+llvm::Error CpuKernel::launch(const rt::LaunchBuffers &b, void *) {
+  int64_t T = b.numTokens, H = numHeads, D = qkDim, N = b.numKVRows;
+  int64_t B1 = b.numSeqs + 1;
+  auto q = describe<3>(b.q, {T, H, D});
+  auto kv = describe<2>(b.kv, {N, format == CacheFormat::MXFP4 ? D / 2 : D});
+  auto qo = describe<1>(b.qoIndptr, {B1});
+  auto kvp = describe<1>(b.kvIndptr, {B1});
+  auto fp8Scale = describe<1>(b.kvScale, {1});
+  auto mxScale = describe<2>(b.kvScale, {N, D / 32});
+  auto o = describe<3>(b.out, {T, H, vDim});
+  auto l = describe<2>(b.lse, {T, H});
 
   void *qp = &q, *kvP = &kv, *qoP = &qo, *kvpP = &kvp, *oP = &o, *lP = &l;
-  void *scaleP = p.format == CacheFormat::FP8 ? (void *)&fp8Scale
-                                              : (void *)&mxScale;
+  void *scaleP =
+      format == CacheFormat::FP8 ? (void *)&fp8Scale : (void *)&mxScale;
   llvm::SmallVector<void *> args = {&qp, &kvP, &qoP, &kvpP};
-  if (p.format != CacheFormat::BF16)
+  if (format != CacheFormat::BF16)
     args.push_back(&scaleP);
   args.push_back(&oP);
   args.push_back(&lP);
-  if (llvm::Error err = impl->engine->invokePacked("_mlir_ciface_mla_decode", args))
-    return error("cpu backend: kernel launch failed: " +
-                 llvm::toString(std::move(err)));
+  if (llvm::Error err = engine->invokePacked("_mlir_ciface_mla_decode", args))
+    return statusError(Status::LaunchFailed,
+                       "cpu backend: launch failed: " +
+                           llvm::toString(std::move(err)));
   return llvm::Error::success();
+}
+
+class CpuBackend : public rt::Backend {
+public:
+  std::string arch() const override { return "host"; }
+  bool usesWorkList() const override { return false; }
+  llvm::Expected<std::unique_ptr<rt::LoadedKernel>>
+  load(const Artifact &artifact) override {
+    auto kernel = std::make_unique<CpuKernel>();
+    if (llvm::Error err = kernel->init(artifact))
+      return std::move(err);
+    return std::unique_ptr<rt::LoadedKernel>(std::move(kernel));
+  }
+};
+} // namespace
+
+std::unique_ptr<rt::Backend> mla::rt::createCpuBackend() {
+  return std::make_unique<CpuBackend>();
 }

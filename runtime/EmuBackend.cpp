@@ -1,210 +1,199 @@
-//===- EmuBackend.cpp - run the gfx950 kernels on the CPU -----------------===//
+//===- EmuBackend.cpp - the gfx950 kernels on the CPU ---------------------===//
+//
+// The `emu` backend: loads an artifact's emu form (the gfx950 kernels at the
+// MFMA level as host lane functions, from mla-gpu-to-emu), JIT-compiles it
+// and launches it like a GPU would: every workgroup's lanes run as fibers
+// with exact MFMA semantics, the partial kernel over the plan's work list,
+// then the combine kernel. Arguments are bound by name and shape from the
+// artifact's launch metadata, as the hip backend binds them.
+//
+//===----------------------------------------------------------------------===//
 
-#include "mla/Runtime/EmuBackend.h"
+#include "Backend.h"
 
-#include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Emu/Runtime.h"
-#include "mla/Target/SplitPlanner.h"
-#include "mla/Transforms/Passes.h"
-
-#include "JitSupport.h"
+#include "mla/Runtime/JitSupport.h"
+#include "mla/Runtime/Status.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-
-#include <cmath>
-#include <limits>
+#include "mla/Transforms/Passes.h"
 
 using namespace mla;
+using namespace mla::rt;
 
 namespace {
-llvm::Error error(const llvm::Twine &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-}
-
-constexpr int kComputeUnits = 256; // gfx950, as the pipeline's target
-constexpr int kThreads = 256;
-constexpr int kHeadsPerGroup = 16;
-constexpr int kKernelArgs = 11; // of the partial kernel, before its LDS
-
 using PackedFn = void (*)(void **);
 
-/// One host buffer per workgroup-memory argument of a lane function.
-struct LdsBuffer {
-  std::vector<int64_t> shape;
-  std::vector<uint8_t> bytes;
+/// A kernel as lane function: its launch description and the shapes of its
+/// workgroup memory (the lane function's arguments after the kernel's).
+struct LaneKernel {
+  ArtifactKernel desc;
+  PackedFn fn = nullptr;
+  std::vector<std::vector<int64_t>> ldsShapes;
+  std::vector<int64_t> ldsBytes;
 };
-} // namespace
 
-struct EmuKernel::Impl {
-  KernelSignature sig;
+class EmuKernel : public LoadedKernel {
+public:
+  llvm::Error init(const Artifact &artifact);
+  llvm::Error launch(const LaunchBuffers &buffers, void *stream) override;
+
+private:
+  llvm::Error run(LaneKernel &kernel, const LaunchBuffers &buffers);
+
   mlir::MLIRContext context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
-  PackedFn partial = nullptr, combine = nullptr;
-  std::vector<LdsBuffer> partialLds;
+  LaneKernel partial, combine;
 };
 
-EmuKernel::~EmuKernel() = default;
-
-llvm::Expected<std::unique_ptr<EmuKernel>>
-EmuKernel::compile(const KernelSignature &sig, bool dumpIR) {
-  if (sig.format != CacheFormat::FP8)
-    return error(llvm::Twine("emu backend: the gfx950 kernels support fp8 KV "
-                             "caches so far, not ") +
-                 formatName(sig.format));
-  auto kernel = std::unique_ptr<EmuKernel>(new EmuKernel());
-  kernel->impl = std::make_unique<Impl>();
-  Impl &impl = *kernel->impl;
-  impl.sig = sig;
-  mlir::MLIRContext &ctx = impl.context;
-  prepareContext(ctx);
-
+llvm::Error EmuKernel::init(const Artifact &artifact) {
+  prepareContext(context);
   std::string diagnostics;
-  llvm::raw_string_ostream diagStream(diagnostics);
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &diag) {
-    diagStream << (diagnostics.empty() ? "" : "; ") << diag;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << (diagnostics.empty() ? "" : "; ") << diag;
   });
   auto module = mlir::parseSourceString<mlir::ModuleOp>(
-      buildHostModuleSource(sig), &ctx, "mla_decode_host");
+      artifact.emuModule, &context, "kernels.emu.mlir");
   if (!module)
-    return error("emu backend: the host module does not parse: " +
-                 diagnostics);
-
-  // The gfx950 kernels at the MFMA level, as lane functions.
-  mlir::PassManager kernels(&ctx);
-  if (dumpIR) {
-    ctx.disableMultithreading();
-    kernels.enableIRPrinting();
+    return statusError(Status::InvalidArtifact,
+                       "invalid artifact: the emu form does not parse: " +
+                           diagnostics);
+  LaneKernel *kernels[2] = {&partial, &combine};
+  for (int i = 0; i < 2; ++i) {
+    LaneKernel &k = *kernels[i];
+    k.desc = artifact.kernels[i];
+    auto lane = module->lookupSymbol<mlir::func::FuncOp>(k.desc.name + "_lane");
+    if (!lane)
+      return statusError(Status::InvalidArtifact,
+                         "invalid artifact: the emu form has no kernel " +
+                             k.desc.name);
+    mlir::FunctionType type = lane.getFunctionType();
+    // Kernel arguments, workgroup memory, then the lane context.
+    if (type.getNumInputs() < k.desc.args.size() + 1)
+      return statusError(Status::InvalidArtifact,
+                         "invalid artifact: the emu kernel " + k.desc.name +
+                             " does not take the manifest's arguments");
+    for (unsigned a = k.desc.args.size(); a + 1 < type.getNumInputs(); ++a) {
+      auto memref = llvm::dyn_cast<mlir::MemRefType>(type.getInput(a));
+      if (!memref || !memref.hasStaticShape())
+        return statusError(Status::InvalidArtifact,
+                           "invalid artifact: workgroup memory of " +
+                               k.desc.name + " is not a static memref");
+      k.ldsShapes.emplace_back(memref.getShape().begin(),
+                               memref.getShape().end());
+      k.ldsBytes.push_back(memref.getNumElements() *
+                           memref.getElementTypeBitWidth() / 8);
+    }
   }
-  DecodeToEmuPipelineOptions options;
-  options.splits = sig.splits;
-  options.testCorruptLayout = sig.testCorruptLayout;
-  buildDecodeToEmuKernelsPipeline(kernels, options);
-  if (mlir::failed(kernels.run(*module)))
-    return error("emu backend: " + diagnostics);
 
-  // Workgroup memory of the partial kernel: its arguments after the kernel's.
-  auto partialFn =
-      module->lookupSymbol<mlir::func::FuncOp>("mla_partial_decode_lane");
-  if (!partialFn ||
-      !module->lookupSymbol<mlir::func::FuncOp>("mla_combine_lane"))
-    return error("emu backend: the kernels are missing after mla-gpu-to-emu");
-  mlir::FunctionType type = partialFn.getFunctionType();
-  for (unsigned i = kKernelArgs; i + 1 < type.getNumInputs(); ++i) {
-    auto memref = llvm::cast<mlir::MemRefType>(type.getInput(i));
-    LdsBuffer buffer;
-    buffer.shape.assign(memref.getShape().begin(), memref.getShape().end());
-    buffer.bytes.resize(memref.getNumElements() *
-                        memref.getElementTypeBitWidth() / 8);
-    impl.partialLds.push_back(std::move(buffer));
-  }
-
-  mlir::PassManager host(&ctx);
-  if (dumpIR)
-    host.enableIRPrinting();
+  mlir::PassManager host(&context);
   addHostLoweringPasses(host);
   if (mlir::failed(host.run(*module)))
-    return error("emu backend: " + diagnostics);
-  auto engine = createEngine(*module, emu::runtimeSymbols());
-  if (!engine)
-    return error("emu backend: JIT compilation failed: " +
-                 llvm::toString(engine.takeError()));
-  impl.engine = std::move(*engine);
-  auto partial = impl.engine->lookupPacked("_mlir_ciface_mla_partial_decode_lane");
-  auto combine = impl.engine->lookupPacked("_mlir_ciface_mla_combine_lane");
-  if (!partial || !combine) {
-    llvm::consumeError(partial.takeError());
-    llvm::consumeError(combine.takeError());
-    return error("emu backend: the lane functions are not in the JIT");
+    return statusError(Status::Internal, "emu backend: " + diagnostics);
+  auto jit = createEngine(*module, emu::runtimeSymbols());
+  if (!jit)
+    return statusError(Status::Internal, "emu backend: JIT compilation failed: " +
+                                             llvm::toString(jit.takeError()));
+  engine = std::move(*jit);
+  for (LaneKernel *k : kernels) {
+    auto fn = engine->lookupPacked("_mlir_ciface_" + k->desc.name + "_lane");
+    if (!fn)
+      return statusError(Status::Internal,
+                         "emu backend: lane function of " + k->desc.name +
+                             " is not in the JIT: " +
+                             llvm::toString(fn.takeError()));
+    k->fn = *fn;
   }
-  impl.partial = *partial;
-  impl.combine = *combine;
-  return kernel;
+  return llvm::Error::success();
 }
 
-llvm::Error EmuKernel::run(const DecodeProblem &p, std::vector<uint16_t> &out,
-                           std::vector<float> &lse) {
-  Impl &impl = *this->impl;
-  const KernelSignature &sig = impl.sig;
-  if (p.format != sig.format || p.numHeads != sig.numHeads ||
-      p.qkDim != sig.qkDim || p.vDim != sig.vDim)
-    return error("emu backend: problem does not match the compiled kernel");
-  if (llvm::Error err = validateProblem(p))
-    return err;
-  int64_t T = p.numTokens, H = p.numHeads, Dqk = p.qkDim, Dv = p.vDim;
-  int64_t N = p.numRows, B1 = p.qoIndptr.size(), B = B1 - 1;
+llvm::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers) {
+  // Descriptors of the arguments, then private workgroup memory: this
+  // launch's own, so concurrent launches never share it.
+  std::vector<std::vector<int64_t>> descriptors;
+  for (const ArtifactKernelArg &arg : kernel.desc.args) {
+    auto ptr = buffers.pointer(arg.name);
+    if (!ptr)
+      return ptr.takeError();
+    std::vector<int64_t> shape;
+    for (const std::string &d : arg.dims) {
+      auto size = buffers.resolve(d);
+      if (!size)
+        return size.takeError();
+      shape.push_back(*size);
+    }
+    descriptors.push_back(makeDescriptor(*ptr, shape));
+  }
+  std::vector<std::vector<uint8_t>> lds;
+  for (size_t i = 0; i < kernel.ldsShapes.size(); ++i) {
+    lds.emplace_back(kernel.ldsBytes[i]);
+    descriptors.push_back(makeDescriptor(lds.back().data(), kernel.ldsShapes[i]));
+  }
+  std::vector<void *> words;
+  for (auto &d : descriptors)
+    words.push_back(d.data());
 
-  // The work list, as the runtime plans it for the chip.
-  std::vector<int64_t> lens;
-  for (int64_t b = 0; b < B; ++b)
-    lens.push_back((int64_t)p.kvIndptr[b + 1] - p.kvIndptr[b]);
-  SplitOptions options;
-  options.forcedSplits = sig.splits > 0 ? sig.splits : 0;
-  auto plan = planSplits(kComputeUnits, lens, options);
-  if (!plan)
-    return plan.takeError();
-  int64_t numItems = plan->numItems();
-  std::vector<int32_t> items;
-  for (const WorkItem &item : plan->items)
-    items.insert(items.end(),
-                 {item.seq, item.kvBegin, item.kvEnd, item.partialSlot});
-  const std::vector<int32_t> &itemIndptr = plan->seqItemIndptr;
-
-  std::vector<float> partialOut(numItems * kMaxQueryTokens * H * Dv, 0.0f);
-  std::vector<float> partialLse(numItems * kMaxQueryTokens * H,
-                                -std::numeric_limits<float>::infinity());
-  out.assign(T * H * Dv, 0);
-  lse.assign(T * H, -std::numeric_limits<float>::infinity());
-
-  // Descriptors of the kernels' arguments.
-  std::vector<std::vector<int64_t>> partialArgs = {
-      makeDescriptor(p.q.data(), {T, H, Dqk}),
-      makeDescriptor(p.kv.data(), {N, Dqk}),
-      makeDescriptor(&p.fp8Scale, {1}),
-      makeDescriptor(p.qoIndptr.data(), {B1}),
-      makeDescriptor(p.kvIndptr.data(), {B1}),
-      makeDescriptor(items.data(), {numItems, 4}),
-      makeDescriptor(partialOut.data(), {numItems, kMaxQueryTokens, H, Dv}),
-      makeDescriptor(partialLse.data(), {numItems, kMaxQueryTokens, H}),
-      makeDescriptor(itemIndptr.data(), {B1}),
-      makeDescriptor(out.data(), {T, H, Dv}),
-      makeDescriptor(lse.data(), {T, H})};
-  for (LdsBuffer &buffer : impl.partialLds)
-    partialArgs.push_back(makeDescriptor(buffer.bytes.data(), buffer.shape));
-  std::vector<std::vector<int64_t>> combineArgs = {
-      makeDescriptor(partialOut.data(), {numItems, kMaxQueryTokens, H, Dv}),
-      makeDescriptor(partialLse.data(), {numItems, kMaxQueryTokens, H}),
-      makeDescriptor(itemIndptr.data(), {B1}),
-      makeDescriptor(p.qoIndptr.data(), {B1}),
-      makeDescriptor(out.data(), {T, H, Dv}),
-      makeDescriptor(lse.data(), {T, H})};
-
-  // Launch: every workgroup's lanes are fibers calling the packed lane
-  // function with pointers to the descriptor pointers and to their context.
-  emu::WorkgroupRunner runner(kThreads);
-  auto launch = [&](PackedFn fn, std::vector<std::vector<int64_t>> &args,
-                    std::array<int64_t, 3> grid) -> llvm::Error {
-    std::vector<void *> descriptors;
-    for (auto &d : args)
-      descriptors.push_back(d.data());
+  std::array<int64_t, 3> grid;
+  for (int i = 0; i < 3; ++i) {
+    auto size = buffers.resolve(kernel.desc.grid[i]);
+    if (!size)
+      return size.takeError();
+    grid[i] = *size;
+  }
+  emu::WorkgroupRunner runner(kernel.desc.block[0] * kernel.desc.block[1] *
+                              kernel.desc.block[2]);
+  for (int64_t z = 0; z < grid[2]; ++z)
     for (int64_t y = 0; y < grid[1]; ++y)
       for (int64_t x = 0; x < grid[0]; ++x) {
         auto lane = [&](int64_t ctx) {
           std::vector<void *> packed;
-          for (void *&d : descriptors)
-            packed.push_back(&d);
+          for (void *&w : words)
+            packed.push_back(&w);
           int64_t context = ctx;
           packed.push_back(&context);
-          fn(packed.data());
+          kernel.fn(packed.data());
         };
-        if (llvm::Error err = runner.run({x, y, 0}, lane))
-          return err;
+        if (llvm::Error err = runner.run({x, y, z}, lane))
+          return statusError(Status::LaunchFailed,
+                             "emu: kernel " + kernel.desc.name + " failed: " +
+                                 llvm::toString(std::move(err)));
       }
-    return llvm::Error::success();
-  };
-  if (llvm::Error err = launch(impl.partial, partialArgs,
-                               {numItems, H / kHeadsPerGroup, 1}))
+  return llvm::Error::success();
+}
+
+llvm::Error EmuKernel::launch(const LaunchBuffers &buffers, void *) {
+  if (llvm::Error err = run(partial, buffers))
     return err;
-  return launch(impl.combine, combineArgs, {B, 1, 1});
+  return run(combine, buffers);
+}
+
+class EmuBackend : public Backend {
+public:
+  std::string arch() const override { return "gfx950"; }
+  llvm::Expected<std::unique_ptr<LoadedKernel>>
+  load(const Artifact &artifact) override {
+    if (artifact.chip != arch())
+      return statusError(Status::TargetMismatch,
+                         "the artifact is built for " + artifact.chip +
+                             "; the emu backend runs gfx950 kernels");
+    if (artifact.emuModule.empty())
+      return statusError(Status::BackendUnavailable,
+                         llvm::Twine("the artifact has no emu form (the "
+                                     "gfx950 kernels do not support ") +
+                             formatName(artifact.format) +
+                             " KV caches yet); use the cpu backend");
+    auto kernel = std::make_unique<EmuKernel>();
+    if (llvm::Error err = kernel->init(artifact))
+      return std::move(err);
+    return std::unique_ptr<LoadedKernel>(std::move(kernel));
+  }
+};
+} // namespace
+
+std::unique_ptr<Backend> mla::rt::createEmuBackend() {
+  return std::make_unique<EmuBackend>();
 }

@@ -1,6 +1,6 @@
 //===- JitSupport.cpp - shared setup of the JIT backends ------------------===//
 
-#include "JitSupport.h"
+#include "mla/Runtime/JitSupport.h"
 
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Transforms/Passes.h"

@@ -19,6 +19,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tools = [
+    ToolSubst("mla-compile", unresolved="fatal"),
     ToolSubst("mla-opt", unresolved="fatal"),
     ToolSubst("mla-run", unresolved="fatal"),
     ToolSubst("mla-translate", unresolved="fatal"),

@@ -1,19 +1,20 @@
 //===- mla-run.cpp - generate or read inputs, run, check, time ------------===//
 //
 // The tool users reach for first: it builds a decode problem (generated like
-// the public benchmark, or read from .npy files), runs it on a backend,
+// the public benchmark, or read from .npy files), runs it on a backend through
+// the runtime's C API (an artifact compiled in memory, or --artifact FILE),
 // compares the output with the independent float64 reference and reports
 // rel_err / max_abs_err; it exits non-zero when the output is out of
 // tolerance and on any bad input.
 //
 //===----------------------------------------------------------------------===//
 
-#include "mla/Runtime/CpuBackend.h"
-#include "mla/Runtime/EmuBackend.h"
+#include "mla/Compiler/ArtifactCompiler.h"
 #include "mla/Runtime/Npy.h"
 #include "mla/Runtime/Numerics.h"
 #include "mla/Runtime/Problem.h"
 #include "mla/Runtime/Reference.h"
+#include "mla/runtime.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -57,8 +58,9 @@ static cl::opt<double> smScale("sm-scale", cl::desc("Softmax scale (default 1/sq
 static cl::opt<std::string> saveInputs("save-inputs", cl::desc("Write the inputs as .npy to DIR"),
                                        cl::value_desc("DIR"), cl::cat(category));
 static cl::opt<std::string> backend("backend",
-                                    cl::desc("Backend: cpu (reference lowering) or emu "
-                                             "(the gfx950 kernels on the CPU)"),
+                                    cl::desc("Backend: cpu (reference lowering), emu "
+                                             "(the gfx950 kernels on the CPU) or hip "
+                                             "(an AMD GPU)"),
                                     cl::init("cpu"),
                                     cl::cat(category));
 static cl::opt<std::string> pipeline(
@@ -89,7 +91,15 @@ static cl::opt<bool> testCorruptLayout(
     cl::desc("Testing only (emu): build the kernels with a wrong MFMA operand "
              "layout, to show that the numerics check catches it"),
     cl::Hidden, cl::cat(category));
-static cl::opt<bool> dumpIR("dump-ir", cl::desc("Print the IR after every pass of the backend"),
+static cl::opt<std::string> artifactPath(
+    "artifact",
+    cl::desc("Run this artifact (from mla-compile) instead of compiling one"),
+    cl::value_desc("FILE"), cl::cat(category));
+static cl::opt<int> deviceOpt("device", cl::desc("hip: the GPU to run on"),
+                              cl::init(0), cl::cat(category));
+static cl::opt<bool> dumpIR("dump-ir",
+                            cl::desc("Print the IR after every pass that builds "
+                                     "the backend's form of the decode"),
                             cl::cat(category));
 
 static int fail(const llvm::Twine &msg) {
@@ -98,6 +108,176 @@ static int fail(const llvm::Twine &msg) {
 }
 
 static int fail(llvm::Error err) { return fail(llvm::toString(std::move(err))); }
+
+namespace {
+struct RunOutput {
+  std::vector<uint16_t> out;
+  std::vector<float> lse;
+};
+
+llvm::Error runtimeError(mla_status status, const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 what + ": " + mla_status_name(status) + ": " +
+                                     mla_last_error());
+}
+
+#define CHECK_MLA(call, what)                                                  \
+  if (mla_status status_ = (call))                                             \
+    return runtimeError(status_, what);
+
+/// Device buffers of one run, freed on every path.
+struct DeviceBuffers {
+  mla_context context = nullptr;
+  std::vector<void *> pointers;
+  ~DeviceBuffers() {
+    for (void *p : pointers)
+      mla_free(context, p);
+  }
+  llvm::Expected<void *> allocate(size_t bytes, const void *init,
+                                  bool poison) {
+    void *ptr = nullptr;
+    CHECK_MLA(mla_malloc(context, bytes, &ptr), "allocating device memory");
+    pointers.push_back(ptr);
+    if (init) {
+      CHECK_MLA(mla_copy_to_device(context, ptr, init, bytes), "copying in");
+    } else if (poison) {
+      // NaN everywhere: a kernel that leaves an output unwritten fails the
+      // check instead of passing on zeroed memory.
+      std::vector<uint8_t> nan(bytes, 0xFF);
+      CHECK_MLA(mla_copy_to_device(context, ptr, nan.data(), bytes),
+                "copying in");
+    }
+    return ptr;
+  }
+};
+
+struct Handles {
+  mla_context context = nullptr;
+  mla_kernel kernel = nullptr;
+  mla_plan plan = nullptr;
+  ~Handles() {
+    if (plan)
+      mla_plan_destroy(plan);
+    if (kernel)
+      mla_kernel_destroy(kernel);
+    if (context)
+      mla_context_destroy(context);
+  }
+};
+
+/// Compiles (or reads) the artifact, plans, copies the inputs to the
+/// device, launches --repeat times and copies the results back.
+llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
+                                            const KernelSignature &sig) {
+  mla_backend kind = backend == "hip"   ? MLA_BACKEND_HIP
+                     : backend == "emu" ? MLA_BACKEND_EMU
+                                        : MLA_BACKEND_CPU;
+  Handles h;
+  CHECK_MLA(mla_context_create(kind, deviceOpt, &h.context),
+            "creating the " + backend + " context");
+  if (!artifactPath.empty()) {
+    CHECK_MLA(mla_kernel_load_file(h.context, artifactPath.c_str(), &h.kernel),
+              "loading " + artifactPath);
+    mla_kernel_info info;
+    CHECK_MLA(mla_kernel_get_info(h.kernel, &info), "reading the artifact");
+    if (info.num_heads != p.numHeads || info.qk_dim != p.qkDim ||
+        info.v_dim != p.vDim || (int)info.kv_format != (int)p.format)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "the artifact computes H=" + llvm::Twine(info.num_heads) +
+              " Dqk=" + llvm::Twine(info.qk_dim) + " Dv=" +
+              llvm::Twine(info.v_dim) + " " +
+              formatName(static_cast<CacheFormat>(info.kv_format)) +
+              "; the inputs are H=" + llvm::Twine(p.numHeads) + " Dqk=" +
+              llvm::Twine(p.qkDim) + " Dv=" + llvm::Twine(p.vDim) + " " +
+              formatName(p.format));
+  } else {
+    ArtifactForms forms;
+    forms.gfx950 = kind == MLA_BACKEND_HIP;
+    forms.emu = kind == MLA_BACKEND_EMU;
+    forms.printIR = dumpIR;
+    auto artifact = compileArtifact(sig, forms);
+    if (!artifact)
+      return artifact.takeError();
+    std::string bytes = serializeArtifact(*artifact);
+    CHECK_MLA(mla_kernel_load_memory(h.context, bytes.data(), bytes.size(),
+                                     &h.kernel),
+              "loading the artifact");
+  }
+  int32_t B = static_cast<int32_t>(p.numSeqs());
+  CHECK_MLA(mla_plan_create(h.kernel, B, p.qoIndptr.data(), p.kvIndptr.data(),
+                            &h.plan),
+            "planning");
+  mla_plan_info plan;
+  CHECK_MLA(mla_plan_get_info(h.plan, &plan), "planning");
+  std::vector<uint8_t> workList(plan.work_list_bytes);
+  CHECK_MLA(mla_plan_get_work_list(h.plan, workList.data(), workList.size()),
+            "planning");
+
+  DeviceBuffers d;
+  d.context = h.context;
+  int64_t T = p.numTokens, H = p.numHeads;
+  auto q = d.allocate(p.q.size() * 2, p.q.data(), false);
+  auto kv = d.allocate(p.kv.size(), p.kv.data(), false);
+  const void *scaleData = p.format == CacheFormat::FP8
+                              ? static_cast<const void *>(&p.fp8Scale)
+                              : p.mxScales.data();
+  size_t scaleBytes = p.format == CacheFormat::FP8     ? sizeof(float)
+                      : p.format == CacheFormat::MXFP4 ? p.mxScales.size()
+                                                       : 0;
+  auto scale = d.allocate(scaleBytes, scaleData, false);
+  auto qo = d.allocate(p.qoIndptr.size() * 4, p.qoIndptr.data(), false);
+  auto kvp = d.allocate(p.kvIndptr.size() * 4, p.kvIndptr.data(), false);
+  auto work = d.allocate(workList.size(), workList.data(), false);
+  auto outBuf = d.allocate(T * H * p.vDim * 2, nullptr, true);
+  auto lseBuf = d.allocate(T * H * 4, nullptr, true);
+  auto workspace = d.allocate(plan.workspace_bytes, nullptr, true);
+  for (auto *buffer : {&q, &kv, &scale, &qo, &kvp, &work, &outBuf, &lseBuf,
+                       &workspace})
+    if (!*buffer)
+      return buffer->takeError();
+
+  mla_decode_args args{};
+  args.q = *q;
+  args.kv = *kv;
+  args.kv_scale = scaleBytes ? *scale : nullptr;
+  args.qo_indptr = static_cast<const int32_t *>(*qo);
+  args.kv_indptr = static_cast<const int32_t *>(*kvp);
+  args.work_list = *work;
+  args.out = *outBuf;
+  args.lse = static_cast<float *>(*lseBuf);
+  args.workspace = *workspace;
+  args.workspace_bytes = plan.workspace_bytes;
+  args.num_seqs = B;
+  args.num_tokens = static_cast<int32_t>(T);
+  args.num_kv_rows = static_cast<int32_t>(p.numRows);
+
+  std::vector<double> times;
+  for (int i = 0; i < repeat; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    CHECK_MLA(mla_launch(h.kernel, h.plan, &args, nullptr), "launching");
+    CHECK_MLA(mla_synchronize(h.context, nullptr), "synchronizing");
+    times.push_back(std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - start)
+                        .count());
+  }
+  if (repeat > 1) {
+    std::sort(times.begin(), times.end());
+    llvm::outs() << llvm::format("median_time_ms=%.3f over %d runs\n",
+                                 times[times.size() / 2], (int)repeat);
+  }
+  RunOutput result;
+  result.out.resize(T * H * p.vDim);
+  result.lse.resize(T * H);
+  CHECK_MLA(mla_copy_to_host(h.context, result.out.data(), *outBuf,
+                             result.out.size() * 2),
+            "copying out");
+  CHECK_MLA(mla_copy_to_host(h.context, result.lse.data(), *lseBuf,
+                             result.lse.size() * 4),
+            "copying out");
+  return result;
+}
+} // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
@@ -114,19 +294,25 @@ int main(int argc, char **argv) {
     if (!format)
       return fail("unknown --format '" + formatOpt + "' (bf16, fp8 or mxfp4)");
   }
-  if (backend != "cpu" && backend != "emu")
-    return fail("unknown --backend '" + backend + "' (available: cpu, emu)");
+  if (backend != "cpu" && backend != "emu" && backend != "hip")
+    return fail("unknown --backend '" + backend + "' (available: cpu, emu, hip)");
   if (repeat < 1)
     return fail("--repeat must be at least 1");
   if (pipeline != "decompose" && pipeline != "split")
     return fail("unknown --pipeline '" + pipeline + "' (decompose or split)");
   bool split = pipeline == "split";
-  bool emu = backend == "emu";
+  bool emu = backend == "emu" || backend == "hip"; // the gfx950 kernels
   if (!split && !emu && (splitsOpt != -1 || kvTileOpt != 0))
     return fail("--splits and --kv-tile need --pipeline split");
   if (emu && (kvTileOpt != 0 || split))
-    return fail("the emu backend runs the gfx950 pipeline: it takes --splits, "
-                "not --pipeline or --kv-tile");
+    return fail("the " + backend + " backend runs the gfx950 pipeline: it "
+                "takes --splits, not --pipeline or --kv-tile");
+  if (!artifactPath.empty() &&
+      (split || splitsOpt != -1 || kvTileOpt != 0 || testCorruptLayout ||
+       dumpIR))
+    return fail("--artifact runs a compiled artifact: --pipeline, --splits, "
+                "--kv-tile, --dump-ir and --test-corrupt-mfma-layout belong "
+                "to mla-compile");
   if (split && splitsOpt != -1 && splitsOpt < 1)
     return fail("--splits must be at least 1, got " + llvm::Twine(splitsOpt));
   if (smScale < 0.0)
@@ -184,43 +370,16 @@ int main(int argc, char **argv) {
     sig.splits = splitsOpt;
     sig.testCorruptLayout = testCorruptLayout;
   }
-  std::unique_ptr<CpuKernel> cpuKernel;
-  std::unique_ptr<EmuKernel> emuKernel;
-  if (emu) {
-    auto kernel = EmuKernel::compile(sig, dumpIR);
-    if (!kernel)
-      return fail(kernel.takeError());
-    emuKernel = std::move(*kernel);
-  } else {
-    auto kernel = CpuKernel::compile(sig, dumpIR);
-    if (!kernel)
-      return fail(kernel.takeError());
-    cpuKernel = std::move(*kernel);
-  }
-
-  std::vector<uint16_t> out;
-  std::vector<float> lse;
-  std::vector<double> times;
-  for (int i = 0; i < repeat; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    llvm::Error err = emu ? emuKernel->run(problem, out, lse)
-                          : cpuKernel->run(problem, out, lse);
-    if (err)
-      return fail(std::move(err));
-    times.push_back(std::chrono::duration<double, std::milli>(
-                        std::chrono::steady_clock::now() - start)
-                        .count());
-  }
-  if (repeat > 1) {
-    std::sort(times.begin(), times.end());
-    llvm::outs() << llvm::format("median_time_ms=%.3f over %d runs\n",
-                                 times[times.size() / 2], (int)repeat);
-  }
+  auto out = runThroughRuntime(problem, sig);
+  if (!out)
+    return fail(out.takeError());
+  std::vector<uint16_t> &outBits = out->out;
+  std::vector<float> &lse = out->lse;
 
   if (!outPath.empty()) {
-    std::vector<float> values(out.size());
-    for (size_t i = 0; i < out.size(); ++i)
-      values[i] = bf16ToFloat(out[i]);
+    std::vector<float> values(outBits.size());
+    for (size_t i = 0; i < outBits.size(); ++i)
+      values[i] = bf16ToFloat(outBits[i]);
     if (llvm::Error err = writeNpy(outPath, "f4",
                                    {problem.numTokens, problem.numHeads, problem.vDim},
                                    values.data(), values.size() * 4))
@@ -238,7 +397,7 @@ int main(int argc, char **argv) {
   if (emu)
     tol.maxRelErr = 5e-3;
   ReferenceResult ref = referenceDecode(problem);
-  ErrorReport report = compareWithReference(ref, out, lse, tol);
+  ErrorReport report = compareWithReference(ref, outBits, lse, tol);
   llvm::outs() << llvm::format("rel_err=%.3e max_abs_err=%.3e lse_max_abs_err=%.3e\n",
                                report.relErr, report.maxAbsErr, report.lseMaxAbsErr);
   llvm::outs() << llvm::format(
@@ -253,7 +412,7 @@ int main(int argc, char **argv) {
       llvm::outs() << llvm::format(
           " (first: token %lld head %lld col %lld: got %g, want %g)",
           (long long)(i / (H * Dv)), (long long)(i / Dv % H), (long long)(i % Dv),
-          bf16ToFloat(out[i]), ref.out[i]);
+          bf16ToFloat(outBits[i]), ref.out[i]);
     }
     llvm::outs() << ", " << report.numLseMismatches << " lse mismatches\n";
     return 2;

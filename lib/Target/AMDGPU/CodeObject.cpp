@@ -211,13 +211,6 @@ mla::amdgpu::linkCodeObject(llvm::StringRef object) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-struct KernelMetadata {
-  std::string name;
-  int64_t vgprs = 0, agprs = 0, sgprs = 0, lds = 0, scratch = 0;
-  int64_t vgprSpills = 0, sgprSpills = 0, maxFlatWorkgroupSize = 0;
-  int64_t wavefrontSize = 64;
-};
-
 int64_t intField(llvm::msgpack::MapDocNode &map, llvm::StringRef key) {
   auto it = map.find(key);
   if (it == map.end())
@@ -228,6 +221,13 @@ int64_t intField(llvm::msgpack::MapDocNode &map, llvm::StringRef key) {
   if (node.getKind() == llvm::msgpack::Type::Int)
     return node.getInt();
   return 0;
+}
+
+std::string stringField(llvm::msgpack::MapDocNode &map, llvm::StringRef key) {
+  auto it = map.find(key);
+  if (it == map.end() || it->second.getKind() != llvm::msgpack::Type::String)
+    return "";
+  return it->second.getString().str();
 }
 
 /// Mnemonic classes the report counts.
@@ -252,8 +252,8 @@ std::string classify(llvm::StringRef mnemonic) {
 }
 } // namespace
 
-llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
-                                           llvm::raw_ostream &os) {
+llvm::Expected<std::vector<KernelMetadata>>
+mla::amdgpu::readKernelMetadata(llvm::StringRef codeObject) {
   auto objectOr = llvm::object::ObjectFile::createELFObjectFile(
       llvm::MemoryBufferRef(codeObject, "code object"));
   if (!objectOr)
@@ -292,10 +292,7 @@ llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
           continue;
         auto &map = node.getMap();
         KernelMetadata k;
-        auto name = map.find(".name");
-        if (name != map.end() &&
-            name->second.getKind() == llvm::msgpack::Type::String)
-          k.name = name->second.getString().str();
+        k.name = stringField(map, ".name");
         k.vgprs = intField(map, ".vgpr_count");
         k.agprs = intField(map, ".agpr_count");
         k.sgprs = intField(map, ".sgpr_count");
@@ -305,7 +302,20 @@ llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
         k.sgprSpills = intField(map, ".sgpr_spill_count");
         k.maxFlatWorkgroupSize = intField(map, ".max_flat_workgroup_size");
         k.wavefrontSize = intField(map, ".wavefront_size");
-        kernels.push_back(k);
+        k.kernargSegmentSize = intField(map, ".kernarg_segment_size");
+        k.kernargSegmentAlign = intField(map, ".kernarg_segment_align");
+        auto args = map.find(".args");
+        if (args != map.end() &&
+            args->second.getKind() == llvm::msgpack::Type::Array)
+          for (auto &argNode : args->second.getArray()) {
+            if (argNode.getKind() != llvm::msgpack::Type::Map)
+              return error("malformed .args entry of kernel " + k.name);
+            auto &argMap = argNode.getMap();
+            k.args.push_back({intField(argMap, ".offset"),
+                              intField(argMap, ".size"),
+                              stringField(argMap, ".value_kind")});
+          }
+        kernels.push_back(std::move(k));
       }
     }
     if (err)
@@ -313,6 +323,21 @@ llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
   }
   if (kernels.empty())
     return error("the code object describes no kernel");
+  return kernels;
+}
+
+llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
+                                           llvm::raw_ostream &os) {
+  auto kernelsOr = readKernelMetadata(codeObject);
+  if (!kernelsOr)
+    return kernelsOr.takeError();
+  std::vector<KernelMetadata> &kernels = *kernelsOr;
+  auto objectOr = llvm::object::ObjectFile::createELFObjectFile(
+      llvm::MemoryBufferRef(codeObject, "code object"));
+  if (!objectOr)
+    return error("not an ELF file: " + llvm::toString(objectOr.takeError()));
+  auto *elf = llvm::cast<llvm::object::ELF64LEObjectFile>(objectOr->get());
+
 
   // Disassemble each kernel's code and count instruction classes.
   auto target = lookupAMDGPU();

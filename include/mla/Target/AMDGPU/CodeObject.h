@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mla::amdgpu {
 
@@ -35,6 +36,27 @@ llvm::Expected<std::string> emitObject(llvm::Module &module);
 
 /// Links a relocatable object into a code object with ld.lld (-shared).
 llvm::Expected<std::string> linkCodeObject(llvm::StringRef object);
+
+/// One explicit or hidden kernel argument, as the code object's metadata
+/// describes it: where it goes in the kernarg segment.
+struct KernelArgMetadata {
+  int64_t offset = 0, size = 0;
+  std::string valueKind; // by_value, global_buffer, hidden_block_count_x, ...
+};
+
+/// A kernel's entry in the code object's AMDGPU metadata note.
+struct KernelMetadata {
+  std::string name;
+  int64_t vgprs = 0, agprs = 0, sgprs = 0, lds = 0, scratch = 0;
+  int64_t vgprSpills = 0, sgprSpills = 0, maxFlatWorkgroupSize = 0;
+  int64_t wavefrontSize = 64;
+  int64_t kernargSegmentSize = 0, kernargSegmentAlign = 0;
+  std::vector<KernelArgMetadata> args;
+};
+
+/// Reads the kernels' metadata (NT_AMDGPU_METADATA) from a code object.
+llvm::Expected<std::vector<KernelMetadata>>
+readKernelMetadata(llvm::StringRef codeObject);
 
 /// Per kernel: registers, LDS, scratch, occupancy, and instruction counts
 /// (MFMA, global loads by width, LDS-DMA loads, s_waitcnt, scratch access).

@@ -1,0 +1,40 @@
+//===- ArtifactCompiler.h - compile one configuration to an artifact -*- C++ -*-===//
+//
+// Builds every form of one mla.decode configuration the target supports —
+// the gfx950 code object, the emu lane functions of the same kernels, the
+// reference host function — and the launch metadata that ties the code
+// object's kernarg layout to named, shaped arguments (docs/artifact.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_COMPILER_ARTIFACTCOMPILER_H
+#define MLA_COMPILER_ARTIFACTCOMPILER_H
+
+#include "mla/Runtime/Artifact.h"
+#include "mla/Runtime/HostModule.h"
+
+#include "llvm/Support/Error.h"
+
+namespace mla {
+
+/// Which device forms to build (the reference form is always built).
+struct ArtifactForms {
+  bool gfx950 = true;
+  bool emu = true;
+  /// Print the IR after every pass to stderr, the reference lowering too.
+  bool printIR = false;
+};
+
+/// Compiles `sig` into an artifact. The gfx950 and emu forms are built when
+/// asked for and the kernels support the cache format (fp8 today); the
+/// reference form always. `sig.pipeline`, `kvTile` and `splits` select the
+/// reference form's pipeline; `splits` also fixes the planner's split count.
+llvm::Expected<Artifact> compileArtifact(const KernelSignature &sig,
+                                         ArtifactForms forms = {});
+
+/// Whether the gfx950 kernels support `format`.
+bool gfx950KernelsSupport(CacheFormat format);
+
+} // namespace mla
+
+#endif // MLA_COMPILER_ARTIFACTCOMPILER_H

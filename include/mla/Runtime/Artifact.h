@@ -1,0 +1,106 @@
+//===- Artifact.h - one compiled configuration, in one file -----*- C++ -*-===//
+//
+// An artifact holds everything the runtime needs to run one compiled
+// mla.decode configuration on any backend: the gfx950 code object, the emu
+// form of the same kernels, the reference (cpu) form, and the launch
+// metadata — kernel names, grid rules, block size, LDS bytes and, for every
+// kernel argument, its shape and where its memref descriptor goes in the
+// kernarg segment. The container is a POSIX tar archive (`tar tf` lists it)
+// whose first member is manifest.json; docs/artifact.md is the format.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_RUNTIME_ARTIFACT_H
+#define MLA_RUNTIME_ARTIFACT_H
+
+#include "mla/Runtime/Problem.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mla {
+
+/// The artifact format version this runtime writes and reads.
+constexpr int64_t kArtifactVersion = 1;
+
+/// Size symbols a kernel argument's dims and a kernel's grid may use; the
+/// runtime substitutes them from the plan at launch.
+namespace dim {
+constexpr llvm::StringLiteral kTokens = "num_tokens";
+constexpr llvm::StringLiteral kKVRows = "num_kv_rows";
+constexpr llvm::StringLiteral kSeqsPlusOne = "num_seqs+1";
+constexpr llvm::StringLiteral kSequences = "num_sequences";
+constexpr llvm::StringLiteral kWorkItems = "num_work_items";
+} // namespace dim
+
+struct ArtifactKernelArg {
+  std::string name;              // q, kv, kv_scale, work_items, ...
+  std::vector<std::string> dims; // decimal numbers or dim:: symbols
+  int64_t elementBytes = 0;
+  /// (offset, size) in the kernarg segment of each word of the argument's
+  /// memref descriptor: allocated, aligned, offset, sizes..., strides...
+  std::vector<std::pair<int64_t, int64_t>> fields;
+};
+
+struct ArtifactKernel {
+  std::string name;                // the symbol in the code object
+  std::array<std::string, 3> grid; // numbers or dim:: symbols
+  std::array<int64_t, 3> block = {1, 1, 1};
+  int64_t ldsBytes = 0;
+  int64_t kernargBytes = 0; // explicit arguments; 0 without a code object
+  std::vector<ArtifactKernelArg> args;
+};
+
+struct Artifact {
+  int64_t version = kArtifactVersion;
+  // The target the work list is planned for and the code object is built for.
+  std::string chip = "gfx950";
+  std::string triple = "amdgcn-amd-amdhsa";
+  int64_t computeUnits = 0;
+  // The decode the artifact computes.
+  CacheFormat format = CacheFormat::FP8;
+  int64_t numHeads = 0, qkDim = 0, vDim = 0;
+  double smScale = 0.0; // 0: the op's default 1/sqrt(qkDim)
+  std::string config;   // the #mla.config the kernels were built with
+  // Split planning: N work items per sequence (0: the balanced planner).
+  int64_t forcedSplits = 0;
+  // The reference form's pipeline: "decompose" or "split".
+  std::string cpuPipeline = "decompose";
+  int64_t cpuKVTile = 0;
+  /// The partial kernel first, then the combine kernel; empty when the
+  /// artifact has neither a code object nor an emu form.
+  std::vector<ArtifactKernel> kernels;
+  // The forms; an empty string means the form is absent.
+  std::string hsaco;     // gfx950 code object (ELF)
+  std::string emuModule; // lane functions (MLIR text, after mla-gpu-to-emu)
+  std::string cpuModule; // the host function around mla.decode (MLIR text)
+
+  const ArtifactKernel *findKernel(llvm::StringRef name) const;
+};
+
+/// The tar archive of `artifact`.
+std::string serializeArtifact(const Artifact &artifact);
+
+/// Parses and checks an archive: tar headers and checksums, the manifest's
+/// fields, each member's size and CRC-32. Errors are StatusErrors
+/// (InvalidArtifact, VersionMismatch).
+llvm::Expected<Artifact> parseArtifact(llvm::StringRef bytes);
+
+/// Reads `path` (IOError when it cannot) and parses it.
+llvm::Expected<Artifact> readArtifactFile(llvm::StringRef path);
+llvm::Error writeArtifactFile(const Artifact &artifact, llvm::StringRef path);
+
+/// The value of a dim or grid entry given the symbols' values.
+llvm::Expected<int64_t>
+resolveDim(llvm::StringRef entry,
+           llvm::ArrayRef<std::pair<llvm::StringRef, int64_t>> symbols);
+
+} // namespace mla
+
+#endif // MLA_RUNTIME_ARTIFACT_H

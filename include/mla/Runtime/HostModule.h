@@ -1,0 +1,42 @@
+//===- HostModule.h - one decode configuration as a host function -*- C++ -*-===//
+//
+// A compiled configuration starts as one mla.decode wrapped in a host
+// function over memrefs (`mla_decode`, C interface): the reference (cpu)
+// form of an artifact, and the input of the gfx950 and emu pipelines.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_RUNTIME_HOSTMODULE_H
+#define MLA_RUNTIME_HOSTMODULE_H
+
+#include "mla/Runtime/Problem.h"
+
+#include <string>
+
+namespace mla {
+
+/// Which registered host pipeline compiles the kernel.
+enum class HostPipeline {
+  Decompose, // mla-decode-to-cpu: whole-sequence softmax (the reference path)
+  Split,     // mla-decode-split-to-cpu: planned split-KV, tiles, combine
+};
+
+struct KernelSignature {
+  CacheFormat format;
+  int64_t numHeads, qkDim, vDim;
+  double smScale = 0.0; // 0: the op's default
+  HostPipeline pipeline = HostPipeline::Decompose;
+  // Split pipeline only.
+  std::string target = "gfx950"; // the chip kernels and work lists are for
+  int64_t kvTile = 0;            // 0: the config's choice
+  int64_t splits = -1;           // -1: balanced planner; N: N items per sequence
+  // emu only, testing only: a deliberately wrong MFMA operand layout.
+  bool testCorruptLayout = false;
+};
+
+/// The MLIR source of the host entry point `mla_decode` for `sig`.
+std::string buildHostModuleSource(const KernelSignature &sig);
+
+} // namespace mla
+
+#endif // MLA_RUNTIME_HOSTMODULE_H

@@ -1,0 +1,341 @@
+//===- HipBackend.cpp - the gfx950 code object on an AMD GPU --------------===//
+//
+// The `hip` backend loads libamdhip64.so with dlopen when a context is
+// created — nothing of ROCm is needed to build — and resolves the handful of
+// functions it uses. The kernels' arguments are packed into one kernarg
+// buffer from the artifact's metadata: every memref descriptor word goes to
+// the offset the code object's own metadata gave it. A missing library, no
+// device, or a device of another architecture than the artifact's is an
+// error code with a message, never a crash.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Backend.h"
+
+#include "mla/Runtime/Status.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+using namespace mla;
+using namespace mla::rt;
+
+namespace {
+// The HIP ABI as far as it is used here (hip_runtime_api.h, ROCm 6 and 7).
+using hipError_t = int;
+constexpr hipError_t hipSuccess = 0;
+constexpr int hipMemcpyHostToDevice = 1, hipMemcpyDeviceToHost = 2;
+void *const kLaunchParamBufferPointer = reinterpret_cast<void *>(0x01);
+void *const kLaunchParamBufferSize = reinterpret_cast<void *>(0x02);
+void *const kLaunchParamEnd = reinterpret_cast<void *>(0x03);
+// hipDeviceProp_tR0600: 1472 bytes, gcnArchName char[256] at byte 1160.
+constexpr size_t kDevicePropBytes = 1472, kGcnArchNameOffset = 1160;
+
+struct HipApi {
+  hipError_t (*init)(unsigned);
+  hipError_t (*getDeviceCount)(int *);
+  hipError_t (*setDevice)(int);
+  hipError_t (*getDeviceProperties)(void *, int);
+  hipError_t (*moduleLoadData)(void **, const void *);
+  hipError_t (*moduleUnload)(void *);
+  hipError_t (*moduleGetFunction)(void **, void *, const char *);
+  hipError_t (*moduleLaunchKernel)(void *, unsigned, unsigned, unsigned,
+                                   unsigned, unsigned, unsigned, unsigned,
+                                   void *, void **, void **);
+  hipError_t (*malloc)(void **, size_t);
+  hipError_t (*free)(void *);
+  hipError_t (*memcpy)(void *, const void *, size_t, int);
+  hipError_t (*streamSynchronize)(void *);
+  const char *(*getErrorString)(hipError_t);
+};
+
+/// Loads the library once per process and path (it stays loaded: HIP does
+/// not support being unloaded while the process runs).
+llvm::Expected<const HipApi *> loadHip() {
+  static std::mutex mutex;
+  static std::map<std::string, HipApi> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::vector<std::string> candidates;
+  if (const char *path = std::getenv("MLA_HIP_LIBRARY"))
+    candidates.push_back(path);
+  else
+    candidates = {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
+                  "/opt/rocm/lib/libamdhip64.so"};
+  for (const std::string &name : candidates) {
+    auto it = loaded.find(name);
+    if (it != loaded.end())
+      return &it->second;
+  }
+  void *handle = nullptr;
+  std::string tried, path;
+  for (const std::string &name : candidates) {
+    handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle) {
+      path = name;
+      break;
+    }
+    const char *why = dlerror();
+    tried += "\n  " + (why ? std::string(why) : name + ": not found");
+  }
+  if (!handle)
+    return statusError(Status::BackendUnavailable,
+                       "hip backend: cannot load the HIP runtime "
+                       "(libamdhip64.so; set MLA_HIP_LIBRARY to its path):" +
+                           tried);
+  HipApi api;
+  std::string missing;
+  auto resolve = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        dlsym(handle, name));
+    if (!fn)
+      missing += std::string(missing.empty() ? "" : ", ") + name;
+  };
+  resolve(api.init, "hipInit");
+  resolve(api.getDeviceCount, "hipGetDeviceCount");
+  resolve(api.setDevice, "hipSetDevice");
+  resolve(api.getDeviceProperties, "hipGetDevicePropertiesR0600");
+  resolve(api.moduleLoadData, "hipModuleLoadData");
+  resolve(api.moduleUnload, "hipModuleUnload");
+  resolve(api.moduleGetFunction, "hipModuleGetFunction");
+  resolve(api.moduleLaunchKernel, "hipModuleLaunchKernel");
+  resolve(api.malloc, "hipMalloc");
+  resolve(api.free, "hipFree");
+  resolve(api.memcpy, "hipMemcpy");
+  resolve(api.streamSynchronize, "hipStreamSynchronize");
+  resolve(api.getErrorString, "hipGetErrorString");
+  if (!missing.empty())
+    return statusError(Status::BackendUnavailable,
+                       "hip backend: " + path + " lacks " + missing +
+                           " (ROCm 6.0 or newer is needed)");
+  return &loaded.emplace(path, api).first->second;
+}
+
+class HipBackend;
+
+class HipKernel : public LoadedKernel {
+public:
+  HipKernel(HipBackend &backend) : backend(backend) {}
+  ~HipKernel() override;
+  llvm::Error init(const Artifact &artifact);
+  llvm::Error launch(const LaunchBuffers &buffers, void *stream) override;
+
+private:
+  llvm::Error launchOne(const ArtifactKernel &kernel, void *function,
+                        const LaunchBuffers &buffers, void *stream);
+  HipBackend &backend;
+  void *module = nullptr;
+  std::vector<ArtifactKernel> kernels;
+  std::vector<void *> functions;
+};
+
+class HipBackend : public Backend {
+public:
+  HipBackend(const HipApi &api, int device, std::string arch)
+      : api(api), device(device), archName(std::move(arch)) {}
+
+  std::string arch() const override { return archName; }
+
+  llvm::Error check(hipError_t status, const llvm::Twine &what,
+                    Status code = Status::LaunchFailed) const {
+    if (status == hipSuccess)
+      return llvm::Error::success();
+    const char *text = api.getErrorString(status);
+    return statusError(code, "hip backend: " + what + " failed: " +
+                                 (text ? text : "unknown error") + " (" +
+                                 llvm::Twine(status) + ")");
+  }
+  /// HIP's current device is per thread: select ours on every call.
+  llvm::Error select() const {
+    return check(api.setDevice(device), "hipSetDevice", Status::Internal);
+  }
+
+  llvm::Expected<std::unique_ptr<LoadedKernel>>
+  load(const Artifact &artifact) override {
+    if (artifact.hsaco.empty())
+      return statusError(Status::BackendUnavailable,
+                         llvm::Twine("the artifact has no code object (the "
+                                     "gfx950 kernels do not support ") +
+                             formatName(artifact.format) +
+                             " KV caches yet); use the cpu backend");
+    if (artifact.chip != archName)
+      return statusError(Status::TargetMismatch,
+                         "the artifact is built for " + artifact.chip +
+                             ", but GPU " + llvm::Twine(device) + " is " +
+                             archName + "; recompile it for " + archName);
+    auto kernel = std::make_unique<HipKernel>(*this);
+    if (llvm::Error err = kernel->init(artifact))
+      return std::move(err);
+    return std::unique_ptr<LoadedKernel>(std::move(kernel));
+  }
+
+  llvm::Error allocate(size_t bytes, void **ptr) override {
+    if (llvm::Error err = select())
+      return err;
+    return check(api.malloc(ptr, std::max<size_t>(bytes, 1)), "hipMalloc",
+                 Status::Internal);
+  }
+  llvm::Error release(void *ptr) override {
+    if (llvm::Error err = select())
+      return err;
+    return check(api.free(ptr), "hipFree", Status::Internal);
+  }
+  llvm::Error copyToDevice(void *dst, const void *src, size_t bytes) override {
+    if (llvm::Error err = select())
+      return err;
+    return check(api.memcpy(dst, src, bytes, hipMemcpyHostToDevice),
+                 "hipMemcpy", Status::Internal);
+  }
+  llvm::Error copyToHost(void *dst, const void *src, size_t bytes) override {
+    if (llvm::Error err = select())
+      return err;
+    return check(api.memcpy(dst, src, bytes, hipMemcpyDeviceToHost),
+                 "hipMemcpy", Status::Internal);
+  }
+  llvm::Error synchronize(void *stream) override {
+    if (llvm::Error err = select())
+      return err;
+    return check(api.streamSynchronize(stream), "hipStreamSynchronize");
+  }
+
+  const HipApi &api;
+  int device;
+  std::string archName;
+};
+
+HipKernel::~HipKernel() {
+  if (module)
+    (void)backend.api.moduleUnload(module);
+}
+
+llvm::Error HipKernel::init(const Artifact &artifact) {
+  if (llvm::Error err = backend.select())
+    return err;
+  if (llvm::Error err = backend.check(
+          backend.api.moduleLoadData(&module, artifact.hsaco.data()),
+          "loading the code object (hipModuleLoadData)",
+          Status::InvalidArtifact))
+    return err;
+  kernels = artifact.kernels;
+  for (const ArtifactKernel &kernel : kernels) {
+    void *function = nullptr;
+    if (llvm::Error err = backend.check(
+            backend.api.moduleGetFunction(&function, module,
+                                          kernel.name.c_str()),
+            "finding kernel " + kernel.name, Status::InvalidArtifact))
+      return err;
+    functions.push_back(function);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error HipKernel::launchOne(const ArtifactKernel &kernel, void *function,
+                                 const LaunchBuffers &buffers, void *stream) {
+  // The kernarg buffer, laid out as the code object's metadata says.
+  std::vector<uint64_t> storage((kernel.kernargBytes + 7) / 8, 0);
+  auto *kernarg = reinterpret_cast<uint8_t *>(storage.data());
+  for (const ArtifactKernelArg &arg : kernel.args) {
+    auto ptr = buffers.pointer(arg.name);
+    if (!ptr)
+      return ptr.takeError();
+    std::vector<int64_t> words = {reinterpret_cast<int64_t>(*ptr),
+                                  reinterpret_cast<int64_t>(*ptr), 0};
+    std::vector<int64_t> sizes;
+    for (const std::string &d : arg.dims) {
+      auto size = buffers.resolve(d);
+      if (!size)
+        return size.takeError();
+      sizes.push_back(*size);
+    }
+    std::vector<int64_t> strides(sizes.size());
+    int64_t stride = 1;
+    for (size_t i = sizes.size(); i-- > 0;) {
+      strides[i] = stride;
+      stride *= sizes[i];
+    }
+    words.insert(words.end(), sizes.begin(), sizes.end());
+    words.insert(words.end(), strides.begin(), strides.end());
+    if (words.size() != arg.fields.size())
+      return statusError(Status::InvalidArtifact,
+                         "invalid artifact: argument " + arg.name + " of " +
+                             kernel.name + " has " +
+                             llvm::Twine(arg.fields.size()) +
+                             " kernarg fields for " +
+                             llvm::Twine(words.size()) + " descriptor words");
+    for (size_t w = 0; w < words.size(); ++w) {
+      auto [offset, size] = arg.fields[w];
+      if (offset < 0 || (size != 4 && size != 8) ||
+          offset + size > kernel.kernargBytes)
+        return statusError(Status::InvalidArtifact,
+                           "invalid artifact: kernarg field of " + arg.name +
+                               " out of the kernarg segment");
+      std::memcpy(kernarg + offset, &words[w], size); // little endian
+    }
+  }
+  std::array<unsigned, 3> grid;
+  for (int i = 0; i < 3; ++i) {
+    auto size = buffers.resolve(kernel.grid[i]);
+    if (!size)
+      return size.takeError();
+    grid[i] = static_cast<unsigned>(*size);
+  }
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
+    return llvm::Error::success();
+  size_t kernargBytes = kernel.kernargBytes;
+  void *extra[] = {kLaunchParamBufferPointer, kernarg, kLaunchParamBufferSize,
+                   &kernargBytes, kLaunchParamEnd};
+  return backend.check(
+      backend.api.moduleLaunchKernel(
+          function, grid[0], grid[1], grid[2], kernel.block[0],
+          kernel.block[1], kernel.block[2], /*sharedMemBytes=*/0, stream,
+          nullptr, extra),
+      "launching " + kernel.name);
+}
+
+llvm::Error HipKernel::launch(const LaunchBuffers &buffers, void *stream) {
+  if (llvm::Error err = backend.select())
+    return err;
+  for (size_t i = 0; i < kernels.size(); ++i)
+    if (llvm::Error err = launchOne(kernels[i], functions[i], buffers, stream))
+      return err;
+  return llvm::Error::success();
+}
+} // namespace
+
+llvm::Expected<std::unique_ptr<Backend>> mla::rt::createHipBackend(int device) {
+  auto api = loadHip();
+  if (!api)
+    return api.takeError();
+  const HipApi &hip = **api;
+  hipError_t status = hip.init(0);
+  int count = 0;
+  if (status == hipSuccess)
+    status = hip.getDeviceCount(&count);
+  if (status != hipSuccess || count == 0) {
+    const char *text = status == hipSuccess ? "no devices"
+                                            : hip.getErrorString(status);
+    return statusError(Status::BackendUnavailable,
+                       llvm::Twine("hip backend: no AMD GPU is available (") +
+                           (text ? text : "unknown error") + ")");
+  }
+  if (device < 0 || device >= count)
+    return statusError(Status::BackendUnavailable,
+                       "hip backend: no GPU " + llvm::Twine(device) + " (" +
+                           llvm::Twine(count) + " present)");
+  std::vector<char> props(4096, 0); // room beyond kDevicePropBytes
+  static_assert(kGcnArchNameOffset + 256 <= kDevicePropBytes);
+  status = hip.getDeviceProperties(props.data(), device);
+  if (status != hipSuccess)
+    return statusError(Status::BackendUnavailable,
+                       "hip backend: cannot read the properties of GPU " +
+                           llvm::Twine(device));
+  // "gfx950:sramecc+:xnack-": the architecture is the part before ':'.
+  std::string arch(props.data() + kGcnArchNameOffset,
+                   strnlen(props.data() + kGcnArchNameOffset, 256));
+  arch = arch.substr(0, arch.find(':'));
+  return std::unique_ptr<Backend>(
+      std::make_unique<HipBackend>(hip, device, arch));
+}

@@ -1,0 +1,397 @@
+//===- RuntimeAPI.cpp - the C API of runtime.h ----------------------------===//
+//
+// Validates every call before a backend sees it: null handles and pointers,
+// indptrs, the plan/launch agreement and the workspace size. Messages are
+// per thread, so concurrent launches on one context never mix them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/runtime.h"
+
+#include "Backend.h"
+
+#include "mla/Runtime/Artifact.h"
+#include "mla/Runtime/Status.h"
+#include "mla/Target/SplitPlanner.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace mla;
+
+static_assert(MLA_ERROR_INTERNAL == static_cast<int>(Status::Internal),
+              "mla_status and mla::Status must agree");
+
+struct mla_context_s {
+  mla_backend kind;
+  std::unique_ptr<rt::Backend> backend;
+  std::string arch;
+};
+
+struct mla_kernel_s {
+  mla_context context;
+  Artifact artifact; // the manifest; the forms are dropped after loading
+  std::unique_ptr<rt::LoadedKernel> loaded;
+};
+
+struct mla_plan_s {
+  mla_kernel kernel;
+  int32_t numSeqs = 0, numTokens = 0, numKVRows = 0, numWorkItems = 0;
+  std::vector<int32_t> workList; // items [I][4], then item_indptr [B + 1]
+  size_t partialLseOffset = 0, workspaceBytes = 0;
+};
+
+namespace {
+thread_local std::string lastError;
+
+mla_status fail(Status status, const llvm::Twine &message) {
+  lastError = message.str();
+  return static_cast<mla_status>(status);
+}
+
+mla_status fail(llvm::Error err) {
+  std::string message;
+  Status status = takeStatus(std::move(err), message);
+  return fail(status, message);
+}
+
+#define MLA_REQUIRE(cond, what)                                                \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      return fail(Status::InvalidArgument, what);                              \
+  } while (false)
+
+constexpr size_t kWorkspaceAlign = 256;
+
+size_t alignUp(size_t n) {
+  return (n + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
+}
+
+mla_status loadArtifact(mla_context context, llvm::Expected<Artifact> artifact,
+                        mla_kernel *kernel) {
+  if (!artifact)
+    return fail(artifact.takeError());
+  auto loaded = context->backend->load(*artifact);
+  if (!loaded)
+    return fail(loaded.takeError());
+  auto *k = new mla_kernel_s{context, std::move(*artifact), std::move(*loaded)};
+  k->artifact.hsaco.clear();
+  k->artifact.emuModule.clear();
+  k->artifact.cpuModule.clear();
+  *kernel = k;
+  return MLA_SUCCESS;
+}
+} // namespace
+
+extern "C" {
+
+const char *mla_status_name(mla_status status) {
+  switch (status) {
+  case MLA_SUCCESS:
+    return "MLA_SUCCESS";
+  case MLA_ERROR_INVALID_ARGUMENT:
+    return "MLA_ERROR_INVALID_ARGUMENT";
+  case MLA_ERROR_IO:
+    return "MLA_ERROR_IO";
+  case MLA_ERROR_INVALID_ARTIFACT:
+    return "MLA_ERROR_INVALID_ARTIFACT";
+  case MLA_ERROR_VERSION_MISMATCH:
+    return "MLA_ERROR_VERSION_MISMATCH";
+  case MLA_ERROR_TARGET_MISMATCH:
+    return "MLA_ERROR_TARGET_MISMATCH";
+  case MLA_ERROR_BACKEND_UNAVAILABLE:
+    return "MLA_ERROR_BACKEND_UNAVAILABLE";
+  case MLA_ERROR_WORKSPACE_TOO_SMALL:
+    return "MLA_ERROR_WORKSPACE_TOO_SMALL";
+  case MLA_ERROR_SIZE_MISMATCH:
+    return "MLA_ERROR_SIZE_MISMATCH";
+  case MLA_ERROR_LAUNCH_FAILED:
+    return "MLA_ERROR_LAUNCH_FAILED";
+  case MLA_ERROR_UNSUPPORTED:
+    return "MLA_ERROR_UNSUPPORTED";
+  case MLA_ERROR_INTERNAL:
+    return "MLA_ERROR_INTERNAL";
+  }
+  return "MLA_ERROR_UNKNOWN";
+}
+
+const char *mla_last_error(void) { return lastError.c_str(); }
+
+mla_status mla_context_create(mla_backend backend, int device,
+                              mla_context *context) {
+  MLA_REQUIRE(context, "mla_context_create: context is NULL");
+  *context = nullptr;
+  std::unique_ptr<rt::Backend> impl;
+  switch (backend) {
+  case MLA_BACKEND_HIP: {
+    auto hip = rt::createHipBackend(device);
+    if (!hip)
+      return fail(hip.takeError());
+    impl = std::move(*hip);
+    break;
+  }
+  case MLA_BACKEND_EMU:
+    impl = rt::createEmuBackend();
+    break;
+  case MLA_BACKEND_CPU:
+    impl = rt::createCpuBackend();
+    break;
+  default:
+    return fail(Status::InvalidArgument,
+                "mla_context_create: unknown backend " +
+                    llvm::Twine(static_cast<int>(backend)));
+  }
+  std::string arch = impl->arch();
+  *context = new mla_context_s{backend, std::move(impl), std::move(arch)};
+  return MLA_SUCCESS;
+}
+
+mla_status mla_context_destroy(mla_context context) {
+  MLA_REQUIRE(context, "mla_context_destroy: context is NULL");
+  delete context;
+  return MLA_SUCCESS;
+}
+
+mla_status mla_context_arch(mla_context context, const char **arch) {
+  MLA_REQUIRE(context && arch, "mla_context_arch: NULL argument");
+  *arch = context->arch.c_str();
+  return MLA_SUCCESS;
+}
+
+mla_status mla_malloc(mla_context context, size_t bytes, void **ptr) {
+  MLA_REQUIRE(context && ptr, "mla_malloc: NULL argument");
+  *ptr = nullptr;
+  if (llvm::Error err = context->backend->allocate(bytes, ptr))
+    return fail(std::move(err));
+  return MLA_SUCCESS;
+}
+
+mla_status mla_free(mla_context context, void *ptr) {
+  MLA_REQUIRE(context, "mla_free: context is NULL");
+  if (!ptr)
+    return MLA_SUCCESS;
+  if (llvm::Error err = context->backend->release(ptr))
+    return fail(std::move(err));
+  return MLA_SUCCESS;
+}
+
+mla_status mla_copy_to_device(mla_context context, void *dst, const void *src,
+                              size_t bytes) {
+  MLA_REQUIRE(context && ((dst && src) || bytes == 0),
+              "mla_copy_to_device: NULL argument");
+  if (llvm::Error err = context->backend->copyToDevice(dst, src, bytes))
+    return fail(std::move(err));
+  return MLA_SUCCESS;
+}
+
+mla_status mla_copy_to_host(mla_context context, void *dst, const void *src,
+                            size_t bytes) {
+  MLA_REQUIRE(context && ((dst && src) || bytes == 0),
+              "mla_copy_to_host: NULL argument");
+  if (llvm::Error err = context->backend->copyToHost(dst, src, bytes))
+    return fail(std::move(err));
+  return MLA_SUCCESS;
+}
+
+mla_status mla_synchronize(mla_context context, void *stream) {
+  MLA_REQUIRE(context, "mla_synchronize: context is NULL");
+  if (llvm::Error err = context->backend->synchronize(stream))
+    return fail(std::move(err));
+  return MLA_SUCCESS;
+}
+
+mla_status mla_kernel_load_file(mla_context context, const char *path,
+                                mla_kernel *kernel) {
+  MLA_REQUIRE(context && path && kernel, "mla_kernel_load_file: NULL argument");
+  *kernel = nullptr;
+  return loadArtifact(context, readArtifactFile(path), kernel);
+}
+
+mla_status mla_kernel_load_memory(mla_context context, const void *data,
+                                  size_t bytes, mla_kernel *kernel) {
+  MLA_REQUIRE(context && data && kernel,
+              "mla_kernel_load_memory: NULL argument");
+  *kernel = nullptr;
+  return loadArtifact(
+      context,
+      parseArtifact(llvm::StringRef(static_cast<const char *>(data), bytes)),
+      kernel);
+}
+
+mla_status mla_kernel_destroy(mla_kernel kernel) {
+  MLA_REQUIRE(kernel, "mla_kernel_destroy: kernel is NULL");
+  delete kernel;
+  return MLA_SUCCESS;
+}
+
+mla_status mla_kernel_get_info(mla_kernel kernel, mla_kernel_info *info) {
+  MLA_REQUIRE(kernel && info, "mla_kernel_get_info: NULL argument");
+  const Artifact &a = kernel->artifact;
+  *info = mla_kernel_info{};
+  info->kv_format = a.format == CacheFormat::BF16  ? MLA_KV_BF16
+                    : a.format == CacheFormat::FP8 ? MLA_KV_FP8
+                                                   : MLA_KV_MXFP4;
+  info->num_heads = static_cast<int32_t>(a.numHeads);
+  info->qk_dim = static_cast<int32_t>(a.qkDim);
+  info->v_dim = static_cast<int32_t>(a.vDim);
+  info->sm_scale = static_cast<float>(
+      a.smScale > 0.0 ? a.smScale : 1.0 / std::sqrt((double)a.qkDim));
+  info->max_query_tokens_per_seq = 4;
+  std::snprintf(info->target, sizeof info->target, "%s", a.chip.c_str());
+  return MLA_SUCCESS;
+}
+
+mla_status mla_plan_create(mla_kernel kernel, int32_t num_seqs,
+                           const int32_t *qo_indptr, const int32_t *kv_indptr,
+                           mla_plan *plan) {
+  MLA_REQUIRE(kernel && plan && qo_indptr && kv_indptr,
+              "mla_plan_create: NULL argument");
+  *plan = nullptr;
+  MLA_REQUIRE(num_seqs >= 0, "mla_plan_create: num_seqs is negative");
+  if (qo_indptr[0] != 0 || kv_indptr[0] != 0)
+    return fail(Status::InvalidArgument,
+                "mla_plan_create: qo_indptr[0] and kv_indptr[0] must be 0");
+  std::vector<int64_t> lens;
+  for (int32_t b = 0; b < num_seqs; ++b) {
+    int64_t qLen = (int64_t)qo_indptr[b + 1] - qo_indptr[b];
+    int64_t kvLen = (int64_t)kv_indptr[b + 1] - kv_indptr[b];
+    if (qLen < 1 || qLen > 4)
+      return fail(Status::InvalidArgument,
+                  "mla_plan_create: sequence " + llvm::Twine(b) + " has " +
+                      llvm::Twine(qLen) + " query tokens (1..4 supported)");
+    if (kvLen < 0)
+      return fail(Status::InvalidArgument,
+                  "mla_plan_create: kv_indptr decreases at sequence " +
+                      llvm::Twine(b));
+    lens.push_back(kvLen);
+  }
+  const Artifact &a = kernel->artifact;
+  SplitOptions options;
+  options.forcedSplits = a.forcedSplits;
+  auto list = planSplits(a.computeUnits, lens, options);
+  if (!list)
+    return fail(Status::InvalidArgument,
+                "mla_plan_create: " + llvm::toString(list.takeError()));
+  auto p = std::make_unique<mla_plan_s>();
+  p->kernel = kernel;
+  p->numSeqs = num_seqs;
+  p->numTokens = qo_indptr[num_seqs];
+  p->numKVRows = kv_indptr[num_seqs];
+  p->numWorkItems = static_cast<int32_t>(list->numItems());
+  for (const WorkItem &item : list->items)
+    p->workList.insert(p->workList.end(), {item.seq, item.kvBegin, item.kvEnd,
+                                           item.partialSlot});
+  p->workList.insert(p->workList.end(), list->seqItemIndptr.begin(),
+                     list->seqItemIndptr.end());
+  size_t partials = (size_t)p->numWorkItems * 4 * a.numHeads;
+  p->partialLseOffset = alignUp(partials * a.vDim * sizeof(float));
+  p->workspaceBytes = p->partialLseOffset + alignUp(partials * sizeof(float));
+  *plan = p.release();
+  return MLA_SUCCESS;
+}
+
+mla_status mla_plan_destroy(mla_plan plan) {
+  MLA_REQUIRE(plan, "mla_plan_destroy: plan is NULL");
+  delete plan;
+  return MLA_SUCCESS;
+}
+
+mla_status mla_plan_get_info(mla_plan plan, mla_plan_info *info) {
+  MLA_REQUIRE(plan && info, "mla_plan_get_info: NULL argument");
+  info->num_seqs = plan->numSeqs;
+  info->num_tokens = plan->numTokens;
+  info->num_kv_rows = plan->numKVRows;
+  info->num_work_items = plan->numWorkItems;
+  info->work_list_bytes = plan->workList.size() * sizeof(int32_t);
+  info->workspace_bytes = plan->workspaceBytes;
+  return MLA_SUCCESS;
+}
+
+mla_status mla_plan_get_work_list(mla_plan plan, void *host_dst, size_t bytes) {
+  MLA_REQUIRE(plan && host_dst, "mla_plan_get_work_list: NULL argument");
+  size_t need = plan->workList.size() * sizeof(int32_t);
+  if (bytes < need)
+    return fail(Status::InvalidArgument,
+                "mla_plan_get_work_list: the buffer has " + llvm::Twine(bytes) +
+                    " bytes, the work list " + llvm::Twine(need));
+  std::memcpy(host_dst, plan->workList.data(), need);
+  return MLA_SUCCESS;
+}
+
+mla_status mla_launch(mla_kernel kernel, mla_plan plan,
+                      const mla_decode_args *args, void *stream) {
+  MLA_REQUIRE(kernel && plan && args, "mla_launch: NULL argument");
+  MLA_REQUIRE(plan->kernel == kernel,
+              "mla_launch: the plan was made for another kernel");
+  if (args->num_seqs != plan->numSeqs || args->num_tokens != plan->numTokens ||
+      args->num_kv_rows != plan->numKVRows)
+    return fail(Status::SizeMismatch,
+                "mla_launch: the batch (num_seqs " +
+                    llvm::Twine(args->num_seqs) + ", num_tokens " +
+                    llvm::Twine(args->num_tokens) + ", num_kv_rows " +
+                    llvm::Twine(args->num_kv_rows) +
+                    ") is not the plan's (" + llvm::Twine(plan->numSeqs) +
+                    ", " + llvm::Twine(plan->numTokens) + ", " +
+                    llvm::Twine(plan->numKVRows) + ")");
+  const Artifact &a = kernel->artifact;
+  bool usesWorkList = kernel->context->backend->usesWorkList();
+  if (usesWorkList && args->workspace_bytes < plan->workspaceBytes)
+    return fail(Status::WorkspaceTooSmall,
+                "mla_launch: the workspace has " +
+                    llvm::Twine(args->workspace_bytes) +
+                    " bytes; the plan needs " +
+                    llvm::Twine(plan->workspaceBytes));
+  if (plan->numTokens == 0)
+    return MLA_SUCCESS;
+  auto missing = [&](const void *ptr, const char *name) {
+    return ptr ? MLA_SUCCESS
+               : fail(Status::InvalidArgument,
+                      llvm::Twine("mla_launch: args->") + name + " is NULL");
+  };
+  for (auto [ptr, name] : std::initializer_list<std::pair<const void *, const char *>>{
+           {args->q, "q"}, {args->qo_indptr, "qo_indptr"},
+           {args->kv_indptr, "kv_indptr"}, {args->out, "out"},
+           {args->lse, "lse"}})
+    if (mla_status s = missing(ptr, name))
+      return s;
+  if (plan->numKVRows > 0)
+    if (mla_status s = missing(args->kv, "kv"))
+      return s;
+  if (a.format == CacheFormat::FP8 ||
+      (a.format == CacheFormat::MXFP4 && plan->numKVRows > 0))
+    if (mla_status s = missing(args->kv_scale, "kv_scale"))
+      return s;
+  if (usesWorkList) {
+    if (mla_status s = missing(args->work_list, "work_list"))
+      return s;
+    if (mla_status s = missing(args->workspace, "workspace"))
+      return s;
+  }
+
+  rt::LaunchBuffers b;
+  b.q = args->q;
+  b.kv = args->kv;
+  b.kvScale = args->kv_scale;
+  b.qoIndptr = args->qo_indptr;
+  b.kvIndptr = args->kv_indptr;
+  b.workItems = static_cast<const int32_t *>(args->work_list);
+  b.itemIndptr = b.workItems ? b.workItems + 4 * plan->numWorkItems : nullptr;
+  b.out = args->out;
+  b.lse = args->lse;
+  auto *workspace = static_cast<uint8_t *>(args->workspace);
+  b.partialOut = reinterpret_cast<float *>(workspace);
+  b.partialLse = workspace ? reinterpret_cast<float *>(workspace +
+                                                       plan->partialLseOffset)
+                           : nullptr;
+  b.numSeqs = plan->numSeqs;
+  b.numTokens = plan->numTokens;
+  b.numKVRows = plan->numKVRows;
+  b.numWorkItems = plan->numWorkItems;
+  if (llvm::Error err = kernel->loaded->launch(b, stream))
+    return fail(std::move(err));
+  return MLA_SUCCESS;
+}
+
+} // extern "C"

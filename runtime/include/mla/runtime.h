@@ -1,0 +1,163 @@
+/*===- mla/runtime.h - the mla.decode runtime, C API ------------------------===
+ *
+ * Loads artifacts (one compiled mla.decode configuration per file, see
+ * docs/artifact.md), plans split-KV work lists and launches the kernels on a
+ * backend:
+ *   MLA_BACKEND_HIP  the gfx950 code object on an AMD GPU (libamdhip64.so is
+ *                    loaded at run time; no ROCm is needed to build)
+ *   MLA_BACKEND_EMU  the same kernels executed on the CPU with exact MFMA
+ *                    semantics
+ *   MLA_BACKEND_CPU  the reference lowering of mla.decode
+ *
+ * Usage: create a context, load an artifact into it, plan once per batch
+ * (host copies of the indptrs), copy the plan's work list to the device, then
+ * launch once per layer. mla_launch neither allocates nor synchronizes: the
+ * caller owns every buffer (q, kv, scales, indptrs, work list, out, lse,
+ * workspace), so a HIP launch can be captured in a graph. On emu and cpu,
+ * "device" memory is host memory and a launch completes before it returns.
+ *
+ * Every function returns an mla_status; on failure, mla_last_error() gives
+ * this thread's message. Handles are thread-safe for concurrent launches.
+ *
+ *===-----------------------------------------------------------------------===*/
+
+#ifndef MLA_RUNTIME_H
+#define MLA_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MLA_RUNTIME_API_VERSION 1
+
+typedef enum mla_status {
+  MLA_SUCCESS = 0,
+  MLA_ERROR_INVALID_ARGUMENT = 1,    /* null pointer, bad value */
+  MLA_ERROR_IO = 2,                  /* a file is missing or unreadable */
+  MLA_ERROR_INVALID_ARTIFACT = 3,    /* truncated, corrupted, malformed */
+  MLA_ERROR_VERSION_MISMATCH = 4,    /* artifact format of another release */
+  MLA_ERROR_TARGET_MISMATCH = 5,     /* artifact built for another chip */
+  MLA_ERROR_BACKEND_UNAVAILABLE = 6, /* no HIP library, no device, no form */
+  MLA_ERROR_WORKSPACE_TOO_SMALL = 7,
+  MLA_ERROR_SIZE_MISMATCH = 8,       /* launch sizes differ from the plan's */
+  MLA_ERROR_LAUNCH_FAILED = 9,
+  MLA_ERROR_UNSUPPORTED = 10,
+  MLA_ERROR_INTERNAL = 11
+} mla_status;
+
+typedef enum mla_backend {
+  MLA_BACKEND_HIP = 0,
+  MLA_BACKEND_EMU = 1,
+  MLA_BACKEND_CPU = 2
+} mla_backend;
+
+typedef enum mla_kv_format {
+  MLA_KV_BF16 = 0,  /* [N, Dqk] bf16 */
+  MLA_KV_FP8 = 1,   /* [N, Dqk] e4m3fn, one f32 scale */
+  MLA_KV_MXFP4 = 2  /* [N, Dqk/2] packed e2m1, [N, Dqk/32] e8m0 scales */
+} mla_kv_format;
+
+typedef struct mla_context_s *mla_context;
+typedef struct mla_kernel_s *mla_kernel;
+typedef struct mla_plan_s *mla_plan;
+
+/* The name of a status ("MLA_ERROR_IO"); never NULL. */
+const char *mla_status_name(mla_status status);
+/* The message of this thread's last failed call ("" if none); valid until
+ * the thread's next call into the runtime. */
+const char *mla_last_error(void);
+
+/*--- Contexts and device memory -------------------------------------------*/
+
+/* Opens `backend`. For HIP: loads libamdhip64.so (or $MLA_HIP_LIBRARY) and
+ * selects GPU `device`; emu and cpu ignore `device`. */
+mla_status mla_context_create(mla_backend backend, int device,
+                              mla_context *context);
+mla_status mla_context_destroy(mla_context context);
+/* The device's architecture ("gfx950", "host"). */
+mla_status mla_context_arch(mla_context context, const char **arch);
+
+mla_status mla_malloc(mla_context context, size_t bytes, void **ptr);
+mla_status mla_free(mla_context context, void *ptr);
+mla_status mla_copy_to_device(mla_context context, void *dst, const void *src,
+                              size_t bytes);
+mla_status mla_copy_to_host(mla_context context, void *dst, const void *src,
+                            size_t bytes);
+/* Waits for the work queued on `stream` (NULL: the default stream). */
+mla_status mla_synchronize(mla_context context, void *stream);
+
+/*--- Kernels ---------------------------------------------------------------*/
+
+mla_status mla_kernel_load_file(mla_context context, const char *path,
+                                mla_kernel *kernel);
+mla_status mla_kernel_load_memory(mla_context context, const void *data,
+                                  size_t bytes, mla_kernel *kernel);
+mla_status mla_kernel_destroy(mla_kernel kernel);
+
+typedef struct mla_kernel_info {
+  mla_kv_format kv_format;
+  int32_t num_heads; /* H */
+  int32_t qk_dim;    /* Dqk */
+  int32_t v_dim;     /* Dv */
+  float sm_scale;    /* as applied */
+  int32_t max_query_tokens_per_seq;
+  char target[32];   /* the chip the artifact was built for */
+} mla_kernel_info;
+
+mla_status mla_kernel_get_info(mla_kernel kernel, mla_kernel_info *info);
+
+/*--- Planning --------------------------------------------------------------*/
+
+/* Plans the split-KV work list for one batch from host copies of the
+ * indptrs ([num_seqs + 1] each; sequence b has qo_indptr[b+1] - qo_indptr[b]
+ * query tokens, 1..4, and kv_indptr[b+1] - kv_indptr[b] cache rows). */
+mla_status mla_plan_create(mla_kernel kernel, int32_t num_seqs,
+                           const int32_t *qo_indptr, const int32_t *kv_indptr,
+                           mla_plan *plan);
+mla_status mla_plan_destroy(mla_plan plan);
+
+typedef struct mla_plan_info {
+  int32_t num_seqs;
+  int32_t num_tokens;   /* T = qo_indptr[num_seqs] */
+  int32_t num_kv_rows;  /* N = kv_indptr[num_seqs] */
+  int32_t num_work_items;
+  size_t work_list_bytes; /* the device buffer mla_launch reads */
+  size_t workspace_bytes; /* scratch mla_launch writes (partials) */
+} mla_plan_info;
+
+mla_status mla_plan_get_info(mla_plan plan, mla_plan_info *info);
+/* Writes the work list (work_list_bytes) to host memory; copy it to a
+ * device buffer once and pass that to every launch with this plan. */
+mla_status mla_plan_get_work_list(mla_plan plan, void *host_dst, size_t bytes);
+
+/*--- Launching -------------------------------------------------------------*/
+
+typedef struct mla_decode_args {
+  const void *q;            /* [T, H, Dqk] bf16 */
+  const void *kv;           /* [N, row bytes] in the artifact's format */
+  const void *kv_scale;     /* fp8: f32[1]; mxfp4: [N, Dqk/32] e8m0; bf16: NULL */
+  const int32_t *qo_indptr; /* [num_seqs + 1], device */
+  const int32_t *kv_indptr; /* [num_seqs + 1], device */
+  const void *work_list;    /* device copy of mla_plan_get_work_list */
+  void *out;                /* [T, H, Dv] bf16 */
+  float *lse;               /* [T, H] f32, natural log */
+  void *workspace;
+  size_t workspace_bytes;
+  /* The batch's sizes: must equal the plan's. */
+  int32_t num_seqs;
+  int32_t num_tokens;
+  int32_t num_kv_rows;
+} mla_decode_args;
+
+/* Queues the decode on `stream` (NULL: the default stream). */
+mla_status mla_launch(mla_kernel kernel, mla_plan plan,
+                      const mla_decode_args *args, void *stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MLA_RUNTIME_H */

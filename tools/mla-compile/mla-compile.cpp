@@ -1,0 +1,115 @@
+//===- mla-compile.cpp - compile an mla.decode into an artifact -----------===//
+//
+// Reads a module holding one mla.decode, takes its configuration (cache
+// format, heads, widths, softmax scale) and writes the artifact the runtime
+// loads: the gfx950 code object, the emu form and the reference form with
+// their launch metadata (docs/artifact.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/Compiler/ArtifactCompiler.h"
+#include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/Runtime/JitSupport.h"
+#include "mla/Runtime/Status.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mla;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("mla-compile options");
+static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<input.mlir>"),
+                                      cl::Required, cl::cat(category));
+static cl::opt<std::string> outputPath("o", cl::desc("Output artifact"),
+                                       cl::value_desc("FILE"), cl::Required,
+                                       cl::cat(category));
+static cl::opt<std::string> target("target", cl::desc("Chip: gfx950 (= mi355x)"),
+                                   cl::init("gfx950"), cl::cat(category));
+static cl::opt<int64_t> splits("splits",
+                               cl::desc("Work items per sequence (default: the "
+                                        "balanced planner)"),
+                               cl::init(-1), cl::cat(category));
+static cl::opt<bool> noEmu("no-emu", cl::desc("Leave out the emu form"),
+                           cl::cat(category));
+static cl::opt<bool> noGFX950("no-gfx950",
+                              cl::desc("Leave out the gfx950 code object"),
+                              cl::cat(category));
+
+static int fail(const llvm::Twine &msg) {
+  llvm::WithColor::error(llvm::errs(), "mla-compile") << msg << "\n";
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "mla-compile: compile one mla.decode into a runtime artifact\n");
+  if (splits != -1 && splits < 1)
+    return fail("--splits must be at least 1");
+
+  mlir::MLIRContext context;
+  prepareContext(context);
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  auto file = llvm::MemoryBuffer::getFileOrSTDIN(inputPath);
+  if (!file)
+    return fail("cannot read '" + inputPath + "': " + file.getError().message());
+  sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+  auto module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+  llvm::SmallVector<DecodeOp> decodes;
+  module->walk([&](DecodeOp op) { decodes.push_back(op); });
+  if (decodes.size() != 1) {
+    mlir::emitError(module->getLoc())
+        << "an artifact holds one mla.decode configuration; the input has "
+        << decodes.size();
+    return 1;
+  }
+  DecodeOp op = decodes.front();
+  auto qType = op.getQ().getType();
+  KernelSignature sig{};
+  sig.format = op.getKvFormat() == KVFormat::bf16  ? CacheFormat::BF16
+               : op.getKvFormat() == KVFormat::fp8 ? CacheFormat::FP8
+                                                   : CacheFormat::MXFP4;
+  sig.numHeads = qType.getDimSize(1);
+  sig.qkDim = qType.getDimSize(2);
+  sig.vDim = op.getVHeadDim();
+  sig.smScale = op.getSmScale() ? op.getSmScale()->convertToDouble() : 0.0;
+  sig.target = target;
+  sig.splits = splits;
+  if (mlir::ShapedType::isDynamic(sig.numHeads) ||
+      mlir::ShapedType::isDynamic(sig.qkDim)) {
+    op.emitOpError("needs static head count and head width to be compiled");
+    return 1;
+  }
+
+  ArtifactForms forms;
+  forms.emu = !noEmu;
+  forms.gfx950 = !noGFX950;
+  auto artifact = compileArtifact(sig, forms);
+  if (!artifact) {
+    std::string message;
+    takeStatus(artifact.takeError(), message);
+    op.emitError(message);
+    return 1;
+  }
+  if ((forms.emu || forms.gfx950) && artifact->kernels.empty())
+    llvm::WithColor::warning(llvm::errs(), "mla-compile")
+        << "the " << artifact->chip << " kernels do not support "
+        << formatName(sig.format)
+        << " KV caches yet: the artifact holds the reference form only\n";
+  if (llvm::Error err = writeArtifactFile(*artifact, outputPath)) {
+    std::string message;
+    takeStatus(std::move(err), message);
+    return fail(message);
+  }
+  return 0;
+}

@@ -1,0 +1,596 @@
+//===- RuntimeTest.cpp - the C API: error paths, hip packing, threads -----===//
+
+#include "mla/runtime.h"
+#include "mla/runtime.hpp"
+
+#include "mla/Compiler/ArtifactCompiler.h"
+#include "mla/Runtime/Problem.h"
+#include "mla/Runtime/Reference.h"
+
+#include "gtest/gtest.h"
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <thread>
+
+using namespace mla;
+
+namespace {
+
+std::string compile(const KernelSignature &sig) {
+  auto artifact = compileArtifact(sig);
+  if (!artifact) {
+    ADD_FAILURE() << llvm::toString(artifact.takeError());
+    return "";
+  }
+  return serializeArtifact(*artifact);
+}
+
+/// examples/decode_fp8.mlir compiled by mla-compile at build time (all
+/// forms): compiling takes seconds, and each test is its own process.
+const std::string &fp8Artifact() {
+  static std::string bytes = [] {
+    std::ifstream file(MLA_TEST_FP8_ARTIFACT, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(file), {});
+  }();
+  EXPECT_FALSE(bytes.empty()) << "cannot read " MLA_TEST_FP8_ARTIFACT;
+  return bytes;
+}
+
+std::string tempPath(const std::string &name) {
+  const char *dir = std::getenv("TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/mla-runtime-test-" +
+         std::to_string(::getpid()) + "-" + name;
+}
+
+std::string writeTemp(const std::string &name, const std::string &bytes) {
+  std::string path = tempPath(name);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+struct ContextGuard {
+  mla_context context = nullptr;
+  ~ContextGuard() {
+    if (context)
+      mla_context_destroy(context);
+  }
+};
+
+mla_status load(mla_backend backend, const std::string &bytes,
+                mla_context *context, mla_kernel *kernel) {
+  mla_status status = mla_context_create(backend, 0, context);
+  if (status != MLA_SUCCESS)
+    return status;
+  return mla_kernel_load_memory(*context, bytes.data(), bytes.size(), kernel);
+}
+
+/// A problem, its buffers in host memory (emu/cpu device memory) and args.
+struct Launchable {
+  DecodeProblem problem;
+  std::vector<int32_t> workList;
+  std::vector<uint16_t> out;
+  std::vector<float> lse;
+  std::vector<uint8_t> workspace;
+  mla_decode_args args{};
+
+  Launchable(mla_plan plan, DecodeProblem p) : problem(std::move(p)) {
+    mla_plan_info info;
+    EXPECT_EQ(mla_plan_get_info(plan, &info), MLA_SUCCESS);
+    workList.resize(info.work_list_bytes / 4);
+    EXPECT_EQ(mla_plan_get_work_list(plan, workList.data(),
+                                     info.work_list_bytes),
+              MLA_SUCCESS);
+    out.assign(problem.numTokens * problem.numHeads * problem.vDim, 0xFFFF);
+    lse.assign(problem.numTokens * problem.numHeads, std::nanf(""));
+    workspace.assign(info.workspace_bytes, 0xFF);
+    args.q = problem.q.data();
+    args.kv = problem.kv.data();
+    args.kv_scale = &problem.fp8Scale;
+    args.qo_indptr = problem.qoIndptr.data();
+    args.kv_indptr = problem.kvIndptr.data();
+    args.work_list = workList.data();
+    args.out = out.data();
+    args.lse = lse.data();
+    args.workspace = workspace.data();
+    args.workspace_bytes = workspace.size();
+    args.num_seqs = static_cast<int32_t>(problem.numSeqs());
+    args.num_tokens = static_cast<int32_t>(problem.numTokens);
+    args.num_kv_rows = static_cast<int32_t>(problem.numRows);
+  }
+};
+
+DecodeProblem smallProblem(std::vector<int64_t> lens = {70, 200},
+                           int64_t qLen = 2) {
+  GenerateOptions options;
+  options.format = CacheFormat::FP8;
+  options.kvLens = std::move(lens);
+  options.qLen = qLen;
+  options.seed = 7;
+  auto problem = generateProblem(options);
+  EXPECT_TRUE(bool(problem));
+  return std::move(*problem);
+}
+
+mla_plan plan(mla_kernel kernel, const DecodeProblem &p) {
+  mla_plan result = nullptr;
+  EXPECT_EQ(mla_plan_create(kernel, static_cast<int32_t>(p.numSeqs()),
+                            p.qoIndptr.data(), p.kvIndptr.data(), &result),
+            MLA_SUCCESS)
+      << mla_last_error();
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Artifacts
+//===----------------------------------------------------------------------===//
+
+TEST(Runtime, MissingFile) {
+  ContextGuard g;
+  ASSERT_EQ(mla_context_create(MLA_BACKEND_CPU, 0, &g.context), MLA_SUCCESS);
+  mla_kernel kernel = reinterpret_cast<mla_kernel>(1);
+  EXPECT_EQ(mla_kernel_load_file(g.context, "/nonexistent/decode.mla", &kernel),
+            MLA_ERROR_IO);
+  EXPECT_EQ(kernel, nullptr);
+  EXPECT_NE(std::string(mla_last_error()).find("/nonexistent/decode.mla"),
+            std::string::npos)
+      << mla_last_error();
+}
+
+TEST(Runtime, ArtifactRoundTrips) {
+  const std::string &bytes = fp8Artifact();
+  auto parsed = parseArtifact(bytes);
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  EXPECT_EQ(serializeArtifact(*parsed), bytes);
+  EXPECT_EQ(parsed->chip, "gfx950");
+  ASSERT_EQ(parsed->kernels.size(), 2u);
+  EXPECT_EQ(parsed->kernels[0].name, "mla_partial_decode");
+  EXPECT_EQ(parsed->kernels[1].name, "mla_combine");
+  EXPECT_EQ(parsed->kernels[0].args[0].name, "q");
+  EXPECT_EQ(parsed->kernels[0].args[0].dims,
+            (std::vector<std::string>{"num_tokens", "16", "576"}));
+  // q's descriptor: 2 pointers, offset, 3 sizes, 3 strides = 9 words.
+  EXPECT_EQ(parsed->kernels[0].args[0].fields.size(), 9u);
+  EXPECT_FALSE(parsed->hsaco.empty());
+  EXPECT_FALSE(parsed->emuModule.empty());
+}
+
+TEST(Runtime, TruncatedArtifact) {
+  const std::string &bytes = fp8Artifact();
+  ContextGuard g;
+  ASSERT_EQ(mla_context_create(MLA_BACKEND_CPU, 0, &g.context), MLA_SUCCESS);
+  // Every cut, coarse steps plus the last bytes: never loads, never crashes.
+  std::vector<size_t> cuts = {0, 1, 100, 511, 512, 513};
+  for (size_t n = 1024; n < bytes.size(); n += 7919)
+    cuts.push_back(n);
+  for (size_t k = 1; k <= 1030; ++k)
+    cuts.push_back(bytes.size() - k);
+  for (size_t n : cuts) {
+    mla_kernel kernel = nullptr;
+    mla_status status =
+        mla_kernel_load_memory(g.context, bytes.data(), n, &kernel);
+    EXPECT_EQ(status, MLA_ERROR_INVALID_ARTIFACT) << "cut at " << n;
+    EXPECT_EQ(kernel, nullptr);
+  }
+  std::string path = writeTemp("truncated.mla", bytes.substr(0, bytes.size() / 2));
+  mla_kernel kernel = nullptr;
+  EXPECT_EQ(mla_kernel_load_file(g.context, path.c_str(), &kernel),
+            MLA_ERROR_INVALID_ARTIFACT);
+  EXPECT_NE(std::string(mla_last_error()).find("truncated"), std::string::npos)
+      << mla_last_error();
+  std::remove(path.c_str());
+}
+
+TEST(Runtime, CorruptedArtifact) {
+  std::string bytes = fp8Artifact();
+  ContextGuard g;
+  ASSERT_EQ(mla_context_create(MLA_BACKEND_CPU, 0, &g.context), MLA_SUCCESS);
+  auto loadCorrupt = [&](size_t at) {
+    std::string copy = bytes;
+    copy[at] ^= 0x5A;
+    mla_kernel kernel = nullptr;
+    mla_status status =
+        mla_kernel_load_memory(g.context, copy.data(), copy.size(), &kernel);
+    if (kernel)
+      mla_kernel_destroy(kernel);
+    return status;
+  };
+  // A byte of the code object (the member after the manifest's header and
+  // data): the CRC-32 catches it.
+  auto parsed = parseArtifact(bytes);
+  ASSERT_TRUE(bool(parsed));
+  size_t hsacoAt = bytes.find(parsed->hsaco.substr(0, 64));
+  ASSERT_NE(hsacoAt, std::string::npos);
+  EXPECT_EQ(loadCorrupt(hsacoAt + 1000), MLA_ERROR_INVALID_ARTIFACT);
+  EXPECT_NE(std::string(mla_last_error()).find("CRC-32"), std::string::npos)
+      << mla_last_error();
+  // A tar header byte: its checksum catches it.
+  EXPECT_EQ(loadCorrupt(10), MLA_ERROR_INVALID_ARTIFACT);
+  EXPECT_NE(std::string(mla_last_error()).find("checksum"), std::string::npos)
+      << mla_last_error();
+  // Bytes spread over the whole archive: never a crash, never a success
+  // unless the flipped byte was padding.
+  for (size_t at = 0; at < bytes.size(); at += 4099) {
+    mla_status status = loadCorrupt(at);
+    EXPECT_TRUE(status == MLA_SUCCESS || status == MLA_ERROR_INVALID_ARTIFACT ||
+                status == MLA_ERROR_VERSION_MISMATCH)
+        << "byte " << at << ": " << mla_status_name(status);
+  }
+  // Garbage.
+  std::string garbage(4096, '\x42');
+  mla_kernel kernel = nullptr;
+  EXPECT_EQ(mla_kernel_load_memory(g.context, garbage.data(), garbage.size(),
+                                   &kernel),
+            MLA_ERROR_INVALID_ARTIFACT);
+}
+
+TEST(Runtime, WrongVersion) {
+  auto artifact = parseArtifact(fp8Artifact());
+  ASSERT_TRUE(bool(artifact));
+  artifact->version = kArtifactVersion + 1;
+  std::string bytes = serializeArtifact(*artifact);
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  EXPECT_EQ(load(MLA_BACKEND_CPU, bytes, &g.context, &kernel),
+            MLA_ERROR_VERSION_MISMATCH);
+  EXPECT_NE(std::string(mla_last_error()).find("version 2"), std::string::npos)
+      << mla_last_error();
+}
+
+TEST(Runtime, WrongTarget) {
+  // Built for the host: the reference form only, which emu cannot run.
+  KernelSignature sig{CacheFormat::FP8, 16, 576, 512};
+  sig.target = "host";
+  std::string bytes = compile(sig);
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  EXPECT_EQ(load(MLA_BACKEND_EMU, bytes, &g.context, &kernel),
+            MLA_ERROR_TARGET_MISMATCH);
+  EXPECT_NE(std::string(mla_last_error()).find("built for host"),
+            std::string::npos)
+      << mla_last_error();
+}
+
+TEST(Runtime, NoEmuFormForBF16) {
+  std::string bytes = compile({CacheFormat::BF16, 16, 576, 512});
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  EXPECT_EQ(load(MLA_BACKEND_EMU, bytes, &g.context, &kernel),
+            MLA_ERROR_BACKEND_UNAVAILABLE);
+}
+
+//===----------------------------------------------------------------------===//
+// Null pointers and bad values
+//===----------------------------------------------------------------------===//
+
+TEST(Runtime, NullPointers) {
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  ASSERT_EQ(load(MLA_BACKEND_CPU, fp8Artifact(), &g.context, &kernel),
+            MLA_SUCCESS)
+      << mla_last_error();
+  DecodeProblem p = smallProblem();
+  mla_plan okPlan = plan(kernel, p);
+  int32_t indptr[2] = {0, 1};
+  void *ptr = nullptr;
+  mla_plan_info planInfo;
+  mla_kernel_info kernelInfo;
+  mla_decode_args args{};
+  const char *arch = nullptr;
+  mla_context ctx = nullptr;
+  mla_kernel k = nullptr;
+  mla_plan pl = nullptr;
+  const mla_status invalid = MLA_ERROR_INVALID_ARGUMENT;
+  EXPECT_EQ(mla_context_create(MLA_BACKEND_CPU, 0, nullptr), invalid);
+  EXPECT_EQ(mla_context_create(static_cast<mla_backend>(7), 0, &ctx), invalid);
+  EXPECT_EQ(mla_context_destroy(nullptr), invalid);
+  EXPECT_EQ(mla_context_arch(nullptr, &arch), invalid);
+  EXPECT_EQ(mla_context_arch(g.context, nullptr), invalid);
+  EXPECT_EQ(mla_malloc(nullptr, 16, &ptr), invalid);
+  EXPECT_EQ(mla_malloc(g.context, 16, nullptr), invalid);
+  EXPECT_EQ(mla_free(nullptr, ptr), invalid);
+  EXPECT_EQ(mla_free(g.context, nullptr), MLA_SUCCESS);
+  EXPECT_EQ(mla_copy_to_device(g.context, nullptr, indptr, 8), invalid);
+  EXPECT_EQ(mla_copy_to_host(g.context, indptr, nullptr, 8), invalid);
+  EXPECT_EQ(mla_synchronize(nullptr, nullptr), invalid);
+  EXPECT_EQ(mla_kernel_load_file(nullptr, "x", &k), invalid);
+  EXPECT_EQ(mla_kernel_load_file(g.context, nullptr, &k), invalid);
+  EXPECT_EQ(mla_kernel_load_file(g.context, "x", nullptr), invalid);
+  EXPECT_EQ(mla_kernel_load_memory(g.context, nullptr, 10, &k), invalid);
+  EXPECT_EQ(mla_kernel_destroy(nullptr), invalid);
+  EXPECT_EQ(mla_kernel_get_info(nullptr, &kernelInfo), invalid);
+  EXPECT_EQ(mla_kernel_get_info(kernel, nullptr), invalid);
+  EXPECT_EQ(mla_plan_create(nullptr, 1, indptr, indptr, &pl), invalid);
+  EXPECT_EQ(mla_plan_create(kernel, 1, nullptr, indptr, &pl), invalid);
+  EXPECT_EQ(mla_plan_create(kernel, 1, indptr, nullptr, &pl), invalid);
+  EXPECT_EQ(mla_plan_create(kernel, 1, indptr, indptr, nullptr), invalid);
+  EXPECT_EQ(mla_plan_destroy(nullptr), invalid);
+  EXPECT_EQ(mla_plan_get_info(nullptr, &planInfo), invalid);
+  EXPECT_EQ(mla_plan_get_info(okPlan, nullptr), invalid);
+  EXPECT_EQ(mla_plan_get_work_list(nullptr, indptr, 8), invalid);
+  EXPECT_EQ(mla_plan_get_work_list(okPlan, nullptr, 8), invalid);
+  EXPECT_EQ(mla_plan_get_work_list(okPlan, indptr, 1), invalid);
+  EXPECT_EQ(mla_launch(nullptr, okPlan, &args, nullptr), invalid);
+  EXPECT_EQ(mla_launch(kernel, nullptr, &args, nullptr), invalid);
+  EXPECT_EQ(mla_launch(kernel, okPlan, nullptr, nullptr), invalid);
+  // Null buffers in the arguments, one at a time.
+  Launchable l(okPlan, p);
+  std::vector<std::function<void(mla_decode_args &)>> clearers = {
+      [](mla_decode_args &a) { a.q = nullptr; },
+      [](mla_decode_args &a) { a.kv = nullptr; },
+      [](mla_decode_args &a) { a.kv_scale = nullptr; },
+      [](mla_decode_args &a) { a.qo_indptr = nullptr; },
+      [](mla_decode_args &a) { a.kv_indptr = nullptr; },
+      [](mla_decode_args &a) { a.out = nullptr; },
+      [](mla_decode_args &a) { a.lse = nullptr; }};
+  for (auto &clear : clearers) {
+    mla_decode_args copy = l.args;
+    clear(copy);
+    EXPECT_EQ(mla_launch(kernel, okPlan, &copy, nullptr), invalid);
+    EXPECT_NE(std::string(mla_last_error()).find("is NULL"), std::string::npos);
+  }
+  EXPECT_EQ(mla_launch(kernel, okPlan, &l.args, nullptr), MLA_SUCCESS)
+      << mla_last_error();
+  mla_plan_destroy(okPlan);
+  mla_kernel_destroy(kernel);
+}
+
+TEST(Runtime, BadIndptrs) {
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  ASSERT_EQ(load(MLA_BACKEND_CPU, fp8Artifact(), &g.context, &kernel),
+            MLA_SUCCESS);
+  mla_plan p = nullptr;
+  int32_t qo5[2] = {0, 5}, kv[2] = {0, 10}, qo[2] = {0, 1}, kvDown[3] = {0, 10, 5},
+          qo2[3] = {0, 1, 2}, start1[2] = {1, 2};
+  EXPECT_EQ(mla_plan_create(kernel, 1, qo5, kv, &p), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(mla_last_error()).find("5 query tokens"),
+            std::string::npos);
+  EXPECT_EQ(mla_plan_create(kernel, 2, qo2, kvDown, &p),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(mla_plan_create(kernel, 1, start1, kv, &p),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(mla_plan_create(kernel, -1, qo, kv, &p), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(p, nullptr);
+  mla_kernel_destroy(kernel);
+}
+
+//===----------------------------------------------------------------------===//
+// Plans and launches
+//===----------------------------------------------------------------------===//
+
+TEST(Runtime, WorkspaceTooSmallAndSizeMismatch) {
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  ASSERT_EQ(load(MLA_BACKEND_EMU, fp8Artifact(), &g.context, &kernel),
+            MLA_SUCCESS)
+      << mla_last_error();
+  DecodeProblem p = smallProblem();
+  mla_plan pl = plan(kernel, p);
+  Launchable l(pl, p);
+  mla_decode_args args = l.args;
+  args.workspace_bytes -= 1;
+  EXPECT_EQ(mla_launch(kernel, pl, &args, nullptr),
+            MLA_ERROR_WORKSPACE_TOO_SMALL);
+  EXPECT_NE(std::string(mla_last_error()).find("the plan needs"),
+            std::string::npos);
+  for (int field = 0; field < 3; ++field) {
+    args = l.args;
+    (field == 0 ? args.num_seqs : field == 1 ? args.num_tokens
+                                             : args.num_kv_rows) += 1;
+    EXPECT_EQ(mla_launch(kernel, pl, &args, nullptr), MLA_ERROR_SIZE_MISMATCH);
+  }
+  // A plan of another kernel.
+  mla_kernel other = nullptr;
+  ASSERT_EQ(mla_kernel_load_memory(g.context, fp8Artifact().data(),
+                                   fp8Artifact().size(), &other),
+            MLA_SUCCESS);
+  EXPECT_EQ(mla_launch(other, pl, &l.args, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  // Nothing was written by the failed launches.
+  for (uint16_t bits : l.out)
+    ASSERT_EQ(bits, 0xFFFF);
+  mla_kernel_destroy(other);
+  mla_plan_destroy(pl);
+  mla_kernel_destroy(kernel);
+}
+
+/// Eight threads share one context, kernel and plan, each with its own
+/// output and workspace: every result equals the single-thread one, bit for
+/// bit, and is within the emu bar of the float64 reference.
+TEST(Runtime, ConcurrentEmuLaunches) {
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  ASSERT_EQ(load(MLA_BACKEND_EMU, fp8Artifact(), &g.context, &kernel),
+            MLA_SUCCESS)
+      << mla_last_error();
+  DecodeProblem p = smallProblem({70, 1, 200}, 2);
+  mla_plan pl = plan(kernel, p);
+  Launchable single(pl, p);
+  ASSERT_EQ(mla_launch(kernel, pl, &single.args, nullptr), MLA_SUCCESS)
+      << mla_last_error();
+  Tolerance tol = defaultTolerance(CacheFormat::FP8);
+  tol.maxRelErr = 5e-3;
+  ErrorReport report =
+      compareWithReference(referenceDecode(p), single.out, single.lse, tol);
+  EXPECT_TRUE(report.passed(tol)) << "rel_err " << report.relErr;
+
+  constexpr int kThreads = 8;
+  std::vector<std::unique_ptr<Launchable>> runs;
+  for (int t = 0; t < kThreads; ++t)
+    runs.push_back(std::make_unique<Launchable>(pl, p));
+  std::vector<mla_status> statuses(kThreads, MLA_ERROR_INTERNAL);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      statuses[t] = mla_launch(kernel, pl, &runs[t]->args, nullptr);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(statuses[t], MLA_SUCCESS);
+    EXPECT_EQ(runs[t]->out, single.out) << "thread " << t;
+    EXPECT_EQ(0, std::memcmp(runs[t]->lse.data(), single.lse.data(),
+                             single.lse.size() * sizeof(float)))
+        << "thread " << t;
+  }
+  mla_plan_destroy(pl);
+  mla_kernel_destroy(kernel);
+}
+
+TEST(Runtime, CppWrapper) {
+  namespace rt = mla::runtime;
+  rt::Context context(MLA_BACKEND_CPU);
+  EXPECT_EQ(context.arch(), "host");
+  rt::Kernel kernel =
+      rt::Kernel::fromMemory(context, fp8Artifact().data(), fp8Artifact().size());
+  EXPECT_EQ(kernel.info().num_heads, 16);
+  EXPECT_STREQ(kernel.info().target, "gfx950");
+  try {
+    rt::Plan bad(kernel, {0, 9}, {0, 3});
+    FAIL() << "a 9-token sequence was planned";
+  } catch (const rt::Error &e) {
+    EXPECT_EQ(e.status(), MLA_ERROR_INVALID_ARGUMENT);
+  }
+  DecodeProblem p = smallProblem();
+  rt::Plan plan(kernel, p.qoIndptr, p.kvIndptr);
+  Launchable l(plan.get(), p);
+  rt::launch(kernel, plan, l.args);
+  Tolerance tol = defaultTolerance(CacheFormat::FP8);
+  EXPECT_TRUE(compareWithReference(referenceDecode(p), l.out, l.lse, tol)
+                  .passed(tol));
+}
+
+//===----------------------------------------------------------------------===//
+// The hip backend, without a GPU
+//===----------------------------------------------------------------------===//
+
+TEST(Runtime, NoHipLibrary) {
+  ::setenv("MLA_HIP_LIBRARY", "/nonexistent/libamdhip64.so", 1);
+  mla_context context = nullptr;
+  EXPECT_EQ(mla_context_create(MLA_BACKEND_HIP, 0, &context),
+            MLA_ERROR_BACKEND_UNAVAILABLE);
+  EXPECT_EQ(context, nullptr);
+  EXPECT_NE(std::string(mla_last_error()).find("cannot load the HIP runtime"),
+            std::string::npos)
+      << mla_last_error();
+  ::unsetenv("MLA_HIP_LIBRARY");
+}
+
+struct FakeHip : ::testing::Test {
+  void SetUp() override {
+    ::setenv("MLA_HIP_LIBRARY", MLA_FAKE_HIP_PATH, 1);
+    ::unsetenv("FAKE_HIP_DEVICE_COUNT");
+    ::unsetenv("FAKE_HIP_ARCH");
+  }
+  void TearDown() override { ::unsetenv("MLA_HIP_LIBRARY"); }
+};
+
+TEST_F(FakeHip, NoDevice) {
+  ::setenv("FAKE_HIP_DEVICE_COUNT", "0", 1);
+  mla_context context = nullptr;
+  EXPECT_EQ(mla_context_create(MLA_BACKEND_HIP, 0, &context),
+            MLA_ERROR_BACKEND_UNAVAILABLE);
+  EXPECT_NE(std::string(mla_last_error()).find("no AMD GPU"), std::string::npos)
+      << mla_last_error();
+  ::setenv("FAKE_HIP_DEVICE_COUNT", "1", 1);
+  EXPECT_EQ(mla_context_create(MLA_BACKEND_HIP, 3, &context),
+            MLA_ERROR_BACKEND_UNAVAILABLE);
+  EXPECT_NE(std::string(mla_last_error()).find("no GPU 3"), std::string::npos)
+      << mla_last_error();
+}
+
+TEST_F(FakeHip, WrongDevice) {
+  ::setenv("FAKE_HIP_ARCH", "gfx942:sramecc+:xnack-", 1);
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  EXPECT_EQ(load(MLA_BACKEND_HIP, fp8Artifact(), &g.context, &kernel),
+            MLA_ERROR_TARGET_MISMATCH);
+  EXPECT_STREQ(mla_last_error(), "the artifact is built for gfx950, but GPU 0 "
+                                 "is gfx942; recompile it for gfx942");
+}
+
+/// The kernarg buffer the hip backend packs holds every memref descriptor
+/// word at the offset the code object's metadata gave it.
+TEST_F(FakeHip, PacksKernelArgumentsFromMetadata) {
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  ASSERT_EQ(load(MLA_BACKEND_HIP, fp8Artifact(), &g.context, &kernel),
+            MLA_SUCCESS)
+      << mla_last_error();
+  const char *arch = nullptr;
+  ASSERT_EQ(mla_context_arch(g.context, &arch), MLA_SUCCESS);
+  EXPECT_STREQ(arch, "gfx950");
+  DecodeProblem p = smallProblem({70, 300}, 3);
+  mla_plan pl = plan(kernel, p);
+  Launchable l(pl, p);
+
+  void *fake = dlopen(MLA_FAKE_HIP_PATH, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(fake, nullptr);
+  auto count = reinterpret_cast<int (*)()>(dlsym(fake, "fakeHipLaunchCount"));
+  auto get = reinterpret_cast<const char *(*)(int, unsigned *, unsigned *,
+                                              const uint8_t **, size_t *)>(
+      dlsym(fake, "fakeHipLaunch"));
+  ASSERT_TRUE(count && get);
+  int before = count();
+  ASSERT_EQ(mla_launch(kernel, pl, &l.args, nullptr), MLA_SUCCESS)
+      << mla_last_error();
+  ASSERT_EQ(count(), before + 2);
+
+  auto artifact = parseArtifact(fp8Artifact());
+  ASSERT_TRUE(bool(artifact));
+  mla_plan_info info;
+  mla_plan_get_info(pl, &info);
+  for (int k = 0; k < 2; ++k) {
+    unsigned grid[3], block[3];
+    const uint8_t *kernarg;
+    size_t bytes;
+    std::string name = get(before + k, grid, block, &kernarg, &bytes);
+    const ArtifactKernel &desc = artifact->kernels[k];
+    EXPECT_EQ(name, desc.name);
+    EXPECT_EQ(block[0], 256u);
+    EXPECT_EQ(grid[0], k == 0 ? (unsigned)info.num_work_items : 2u);
+    EXPECT_EQ(bytes, (size_t)desc.kernargBytes);
+    for (const ArtifactKernelArg &arg : desc.args) {
+      auto word = [&](size_t w) {
+        int64_t value = 0;
+        std::memcpy(&value, kernarg + arg.fields[w].first, 8);
+        return value;
+      };
+      const void *expected =
+          arg.name == "q"             ? l.args.q
+          : arg.name == "kv"          ? l.args.kv
+          : arg.name == "out"         ? l.args.out
+          : arg.name == "lse"         ? (const void *)l.args.lse
+          : arg.name == "work_items"  ? l.args.work_list
+          : arg.name == "partial_out" ? l.args.workspace
+                                      : nullptr;
+      if (expected) {
+        EXPECT_EQ(word(0), reinterpret_cast<int64_t>(expected)) << arg.name;
+        EXPECT_EQ(word(1), reinterpret_cast<int64_t>(expected)) << arg.name;
+      }
+      EXPECT_EQ(word(2), 0) << arg.name; // offset
+      if (arg.name == "q") {
+        EXPECT_EQ(word(3), p.numTokens); // sizes [T, 16, 576]
+        EXPECT_EQ(word(4), 16);
+        EXPECT_EQ(word(6), 16 * 576); // strides
+        EXPECT_EQ(word(8), 1);
+      }
+      if (arg.name == "item_indptr") {
+        EXPECT_EQ(word(0), reinterpret_cast<int64_t>(
+                               static_cast<const int32_t *>(l.args.work_list) +
+                               4 * info.num_work_items));
+      }
+    }
+  }
+  mla_plan_destroy(pl);
+  mla_kernel_destroy(kernel);
+}
+
+} // namespace
