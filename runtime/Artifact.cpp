@@ -176,7 +176,6 @@ llvm::json::Value kernelToJSON(const ArtifactKernel &kernel) {
     args.push_back(llvm::json::Object{
         {"name", arg.name},
         {"dims", llvm::json::Array(arg.dims)},
-        {"element_bytes", arg.elementBytes},
         {"kernarg_fields", std::move(fields)}});
   }
   return llvm::json::Object{
@@ -279,7 +278,6 @@ void readKernel(ManifestReader &r, const llvm::json::Object *o,
     }
     ArtifactKernelArg arg;
     arg.name = r.string(a, "name", argPath + ".name");
-    arg.elementBytes = r.integer(a, "element_bytes", argPath + ".element_bytes");
     if (const llvm::json::Array *dims = r.array(a, "dims", argPath + ".dims"))
       for (const llvm::json::Value &d : *dims)
         arg.dims.push_back(r.string(d, argPath + ".dims"));

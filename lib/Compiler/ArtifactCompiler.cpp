@@ -23,36 +23,23 @@ llvm::Error compileError(const llvm::Twine &msg) {
   return statusError(Status::Internal, "compiling the artifact: " + msg);
 }
 
-/// The size symbol of an argument's leading dynamic dimension.
-llvm::StringRef leadingDimSymbol(llvm::StringRef arg) {
-  if (arg == "q" || arg == "out" || arg == "lse")
-    return dim::kTokens;
-  if (arg == "kv" || arg == "kv_scale")
-    return dim::kKVRows;
-  if (arg == "qo_indptr" || arg == "kv_indptr" || arg == "item_indptr")
-    return dim::kSeqsPlusOne;
-  return dim::kWorkItems; // work_items, partial_out, partial_lse
-}
-
-/// The launch description of one kernel: `mla.launch` and the argument
-/// shapes of its lane function in the emu form (the kernel before ROCDL),
-/// and the kernarg layout from the code object's metadata, when there is a
-/// code object.
+/// The launch description of one kernel from its `mla.launch` (names,
+/// shapes, grid, block, LDS) and, when there is a code object, the
+/// kernarg layout its metadata gives.
 llvm::Expected<ArtifactKernel>
-describeKernel(llvm::StringRef name, mlir::func::FuncOp lane,
+describeKernel(llvm::StringRef name, mlir::DictionaryAttr launch,
                const std::vector<amdgpu::KernelMetadata> *metadata) {
   ArtifactKernel kernel;
   kernel.name = name.str();
-  auto launch = lane->getAttrOfType<mlir::DictionaryAttr>(
-      MLADialect::kLaunchAttrName);
   if (!launch)
     return compileError("kernel " + kernel.name + " has no mla.launch");
   auto grid = launch.getAs<mlir::ArrayAttr>("grid");
   auto block = launch.getAs<mlir::ArrayAttr>("block");
   auto lds = launch.getAs<mlir::IntegerAttr>("lds_bytes");
   auto names = launch.getAs<mlir::ArrayAttr>("args");
-  if (!grid || !block || !lds || !names || grid.size() != 3 ||
-      block.size() != 3)
+  auto argDims = launch.getAs<mlir::ArrayAttr>("arg_dims");
+  if (!grid || !block || !lds || !names || !argDims || grid.size() != 3 ||
+      block.size() != 3 || argDims.size() != names.size())
     return compileError("kernel " + kernel.name + " has a malformed mla.launch");
   for (int i = 0; i < 3; ++i) {
     kernel.grid[i] = llvm::cast<mlir::StringAttr>(grid[i]).str();
@@ -76,43 +63,27 @@ describeKernel(llvm::StringRef name, mlir::func::FuncOp lane,
       }
   }
 
-  mlir::FunctionType laneType = lane.getFunctionType();
-  if (laneType.getNumInputs() < names.size())
-    return compileError("lane function of " + kernel.name +
-                        " has fewer arguments than the kernel");
   size_t field = 0;
-  for (auto [i, nameAttr] : llvm::enumerate(names)) {
+  for (auto [nameAttr, dimsAttr] : llvm::zip_equal(names, argDims)) {
     ArtifactKernelArg arg;
     arg.name = llvm::cast<mlir::StringAttr>(nameAttr).str();
-    auto type = llvm::dyn_cast<mlir::MemRefType>(laneType.getInput(i));
-    if (!type)
-      return compileError("argument " + arg.name + " of " + kernel.name +
-                          " is not a memref");
-    for (int64_t d = 0; d < type.getRank(); ++d) {
-      if (!type.isDynamicDim(d))
-        arg.dims.push_back(std::to_string(type.getDimSize(d)));
-      else if (d == 0)
-        arg.dims.push_back(leadingDimSymbol(arg.name).str());
-      else
-        return compileError("argument " + arg.name + " of " + kernel.name +
-                            " has a dynamic inner dimension");
+    for (mlir::Attribute d : llvm::cast<mlir::ArrayAttr>(dimsAttr))
+      arg.dims.push_back(llvm::cast<mlir::StringAttr>(d).str());
+    if (metadata) {
+      // A memref descriptor is passed word by word: 2 pointers, the offset,
+      // the sizes and the strides.
+      size_t words = 3 + 2 * arg.dims.size();
+      if (field + words > explicitArgs.size())
+        return compileError("the code object's kernarg layout of " +
+                            kernel.name + " does not match its memref "
+                            "arguments");
+      for (size_t w = 0; w < words; ++w, ++field)
+        arg.fields.push_back(
+            {explicitArgs[field].offset, explicitArgs[field].size});
     }
-    arg.elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
-    kernel.args.push_back(arg);
-    ArtifactKernelArg &added = kernel.args.back();
-    // A memref descriptor is passed word by word: 2 pointers, the offset,
-    // the sizes and the strides.
-    size_t words = 3 + 2 * type.getRank();
-    if (!metadata)
-      continue;
-    if (field + words > explicitArgs.size())
-      return compileError("the code object's kernarg layout of " + kernel.name +
-                          " does not match its memref arguments");
-    for (size_t w = 0; w < words; ++w, ++field)
-      added.fields.push_back(
-          {explicitArgs[field].offset, explicitArgs[field].size});
+    kernel.args.push_back(std::move(arg));
   }
-  if (field != explicitArgs.size())
+  if (metadata && field != explicitArgs.size())
     return compileError("kernel " + kernel.name + " has " +
                         llvm::Twine(explicitArgs.size()) +
                         " explicit kernel arguments, the memrefs account for " +
@@ -120,12 +91,59 @@ describeKernel(llvm::StringRef name, mlir::func::FuncOp lane,
   return kernel;
 }
 
-/// The gfx950 code object of the host module `source`: ROCDL, LLVM IR,
-/// object, linked code object. Also records the config the kernels use.
-llvm::Expected<std::string> compileCodeObject(mlir::PassManager &pm,
-                                              llvm::StringRef source,
-                                              const KernelSignature &sig,
-                                              std::string &diagnostics) {
+constexpr llvm::StringLiteral kKernelNames[] = {"mla_partial_decode",
+                                                "mla_combine"};
+} // namespace
+
+llvm::Expected<CodeObject> mla::compileCodeObject(mlir::ModuleOp module) {
+  mlir::gpu::GPUModuleOp gpuModule;
+  int count = 0;
+  module->walk([&](mlir::gpu::GPUModuleOp m) {
+    gpuModule = m;
+    ++count;
+  });
+  if (count != 1)
+    return statusError(Status::InvalidArgument,
+                       "a code object holds one gpu.module; the module has " +
+                           llvm::Twine(count) +
+                           " (lower mla.decode with the gfx950 pipeline first)");
+  CodeObject result;
+  result.chip = amdgpu::getChip(gpuModule);
+  llvm::LLVMContext llvmContext;
+  auto llvmModule = amdgpu::translateToLLVMIR(gpuModule, llvmContext);
+  if (!llvmModule)
+    return llvmModule.takeError();
+  auto object = amdgpu::emitObject(**llvmModule);
+  if (!object)
+    return object.takeError();
+  auto hsaco = amdgpu::linkCodeObject(*object);
+  if (!hsaco)
+    return hsaco.takeError();
+  result.hsaco = std::move(*hsaco);
+  auto metadata = amdgpu::readKernelMetadata(result.hsaco);
+  if (!metadata)
+    return metadata.takeError();
+  for (llvm::StringRef name : kKernelNames) {
+    mlir::Operation *kernel = gpuModule.lookupSymbol(name);
+    if (!kernel)
+      continue;
+    auto described = describeKernel(
+        name,
+        kernel->getAttrOfType<mlir::DictionaryAttr>(MLADialect::kLaunchAttrName),
+        &*metadata);
+    if (!described)
+      return described.takeError();
+    result.kernels.push_back(std::move(*described));
+  }
+  return result;
+}
+
+namespace {
+/// The gfx950 code object of the host module `source`.
+llvm::Expected<CodeObject> compileHostModule(mlir::PassManager &pm,
+                                             llvm::StringRef source,
+                                             const KernelSignature &sig,
+                                             std::string &diagnostics) {
   auto module = mlir::parseSourceString<mlir::ModuleOp>(
       source, pm.getContext(), "mla_decode_host");
   if (!module)
@@ -136,20 +154,26 @@ llvm::Expected<std::string> compileCodeObject(mlir::PassManager &pm,
   buildDecodeToGFX950Pipeline(pm, options);
   if (mlir::failed(pm.run(*module)))
     return compileError(diagnostics);
-  mlir::gpu::GPUModuleOp gpuModule;
-  module->walk([&](mlir::gpu::GPUModuleOp m) { gpuModule = m; });
-  if (!gpuModule)
-    return compileError("the gfx950 pipeline produced no gpu.module");
-  llvm::LLVMContext llvmContext;
-  auto llvmModule = amdgpu::translateToLLVMIR(gpuModule, llvmContext);
-  if (!llvmModule)
-    return llvmModule.takeError();
-  auto object = amdgpu::emitObject(**llvmModule);
-  if (!object)
-    return object.takeError();
-  return amdgpu::linkCodeObject(*object);
+  return compileCodeObject(*module);
 }
 } // namespace
+
+llvm::Expected<KernelSignature> mla::signatureOf(DecodeOp op) {
+  auto qType = op.getQ().getType();
+  if (qType.getRank() != 3 || qType.isDynamicDim(1) || qType.isDynamicDim(2))
+    return statusError(Status::InvalidArgument,
+                       "needs a static head count and head width to be "
+                       "compiled");
+  KernelSignature sig{};
+  sig.format = op.getKvFormat() == KVFormat::bf16  ? CacheFormat::BF16
+               : op.getKvFormat() == KVFormat::fp8 ? CacheFormat::FP8
+                                                   : CacheFormat::MXFP4;
+  sig.numHeads = qType.getDimSize(1);
+  sig.qkDim = qType.getDimSize(2);
+  sig.vDim = op.getVHeadDim();
+  sig.smScale = op.getSmScale() ? op.getSmScale()->convertToDouble() : 0.0;
+  return sig;
+}
 
 bool mla::gfx950KernelsSupport(CacheFormat format) {
   return format == CacheFormat::FP8;
@@ -252,30 +276,30 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
     }
   }
 
-  // The gfx950 form: ROCDL, LLVM IR, object, code object.
-  std::optional<std::vector<amdgpu::KernelMetadata>> metadata;
+  // The gfx950 form: its launch description includes the kernarg layout.
   if (forms.gfx950) {
-    auto hsaco = compileCodeObject(*makePassManager(), a.cpuModule, sig,
-                                   diagnostics);
-    if (!hsaco)
-      return hsaco.takeError();
-    a.hsaco = std::move(*hsaco);
-    auto read = amdgpu::readKernelMetadata(a.hsaco);
-    if (!read)
-      return read.takeError();
-    metadata = std::move(*read);
+    auto codeObject =
+        compileHostModule(*makePassManager(), a.cpuModule, sig, diagnostics);
+    if (!codeObject)
+      return codeObject.takeError();
+    a.hsaco = std::move(codeObject->hsaco);
+    a.kernels = std::move(codeObject->kernels);
+  } else {
+    for (llvm::StringRef name : kKernelNames) {
+      auto lane = emuModule->lookupSymbol<mlir::func::FuncOp>(
+          (name + "_lane").str());
+      if (!lane)
+        return compileError("kernel " + name + " is missing");
+      auto kernel = describeKernel(name,
+                                   lane->getAttrOfType<mlir::DictionaryAttr>(
+                                       MLADialect::kLaunchAttrName),
+                                   nullptr);
+      if (!kernel)
+        return kernel.takeError();
+      a.kernels.push_back(std::move(*kernel));
+    }
   }
-
-  for (llvm::StringRef name : {"mla_partial_decode", "mla_combine"}) {
-    auto lane = emuModule->lookupSymbol<mlir::func::FuncOp>(
-        (name + "_lane").str());
-    if (!lane)
-      return compileError("kernel " + name + " is missing");
-    auto kernel =
-        describeKernel(name, lane, metadata ? &*metadata : nullptr);
-    if (!kernel)
-      return kernel.takeError();
-    a.kernels.push_back(std::move(*kernel));
-  }
+  if (a.kernels.size() != 2)
+    return compileError("the kernels are missing from the gfx950 form");
   return a;
 }

@@ -73,23 +73,24 @@ void mla::buildDecodeSplitToCPUPipeline(
   addHostLoweringPasses(pm);
 }
 
-namespace {
-/// config -> split-KV -> kernels (L3); returns the gpu.module's pass manager.
-OpPassManager &addKernelPasses(OpPassManager &pm, StringRef target,
-                               int64_t splits) {
-  mla::MLASelectConfigPassOptions config;
-  config.targetName = target.str();
-  config.splits = splits;
-  pm.addPass(mla::createMLASelectConfigPass(config));
-  pm.addPass(mla::createMLASplitKVPass());
-  pm.addPass(mla::createMLAToGPUPass());
-  return pm.nest<gpu::GPUModuleOp>();
-}
-} // namespace
-
 void mla::buildDecodeToGFX950Pipeline(
     OpPassManager &pm, const DecodeToGFX950PipelineOptions &options) {
-  OpPassManager &device = addKernelPasses(pm, options.target, options.splits);
+  GFX950Level stopAt = options.stopAt;
+  MLASelectConfigPassOptions config;
+  config.targetName = options.target;
+  config.splits = options.splits;
+  config.kvTile = options.kvTile;
+  config.pipelineStages = options.pipelineStages;
+  pm.addPass(createMLASelectConfigPass(config));
+  if (stopAt == GFX950Level::Config)
+    return;
+  pm.addPass(createMLASplitKVPass());
+  if (stopAt == GFX950Level::Split)
+    return;
+  pm.addPass(createMLAToGPUPass());
+  if (stopAt == GFX950Level::Kernels)
+    return;
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   // fp8 truncations become the packed gfx950 conversions first, so that the
   // MFMA pass also turns their strided slices into shuffles.
   ArithToAMDGPUConversionPassOptions arithOptions;
@@ -98,6 +99,8 @@ void mla::buildDecodeToGFX950Pipeline(
   device.addPass(createMLALowerToMFMAPass());
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
+  if (stopAt == GFX950Level::MFMA)
+    return;
   device.addPass(createSCFToControlFlowPass());
   ConvertGpuOpsToROCDLOpsOptions rocdlOptions;
   rocdlOptions.chipset = "gfx950";
@@ -108,7 +111,13 @@ void mla::buildDecodeToGFX950Pipeline(
 
 void mla::buildDecodeToEmuKernelsPipeline(
     OpPassManager &pm, const DecodeToEmuPipelineOptions &options) {
-  OpPassManager &device = addKernelPasses(pm, "gfx950", options.splits);
+  MLASelectConfigPassOptions config;
+  config.targetName = "gfx950";
+  config.splits = options.splits;
+  pm.addPass(createMLASelectConfigPass(config));
+  pm.addPass(createMLASplitKVPass());
+  pm.addPass(createMLAToGPUPass());
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   MLALowerToMFMAPassOptions mfma;
   mfma.testCorruptLayout = options.testCorruptLayout;
   device.addPass(createMLALowerToMFMAPass(mfma));

@@ -159,6 +159,44 @@ private:
   int64_t kTileRows, kStages; // from the config
 };
 
+/// The size symbol of a kernel argument's leading dynamic dimension, as the
+/// runtime names it (docs/artifact.md).
+StringRef leadingDimSymbol(StringRef arg) {
+  if (arg == "q" || arg == "out" || arg == "lse")
+    return "num_tokens";
+  if (arg == "kv" || arg == "kv_scale")
+    return "num_kv_rows";
+  if (arg == "qo_indptr" || arg == "kv_indptr" || arg == "item_indptr")
+    return "num_seqs+1";
+  return "num_work_items"; // work_items, partial_out, partial_lse
+}
+
+/// `mla.launch`: how the runtime launches a kernel and binds its arguments
+/// by name; `arg_dims` gives each memref argument's shape with the leading
+/// dynamic size as a symbol.
+DictionaryAttr launchAttr(Builder &b, ArrayRef<std::string> grid,
+                          int64_t ldsBytes, ArrayRef<StringRef> names,
+                          TypeRange argTypes) {
+  SmallVector<Attribute> dims;
+  for (auto [name, type] : llvm::zip_equal(names, argTypes)) {
+    auto memref = cast<MemRefType>(type);
+    SmallVector<std::string> shape;
+    for (int64_t d : memref.getShape())
+      shape.push_back(ShapedType::isDynamic(d) ? leadingDimSymbol(name).str()
+                                               : std::to_string(d));
+    dims.push_back(b.getStrArrayAttr(SmallVector<StringRef>(shape.begin(),
+                                                            shape.end())));
+  }
+  return b.getDictionaryAttr({
+      b.getNamedAttr("grid", b.getStrArrayAttr(SmallVector<StringRef>(
+                                 grid.begin(), grid.end()))),
+      b.getNamedAttr("block", b.getI64ArrayAttr({kThreads, 1, 1})),
+      b.getNamedAttr("lds_bytes", b.getI64IntegerAttr(ldsBytes)),
+      b.getNamedAttr("args", b.getStrArrayAttr(names)),
+      b.getNamedAttr("arg_dims", b.getArrayAttr(dims)),
+  });
+}
+
 gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
   MLIRContext *ctx = op.getContext();
   Builder b(ctx);
@@ -190,21 +228,15 @@ gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
   // One workgroup per CU fits the LDS budget: one wave per SIMD.
   func->setAttr("rocdl.waves_per_eu", b.getI32IntegerAttr(1));
   func->setAttr("rocdl.flat_work_group_size", b.getStringAttr("256,256"));
-  func->setAttr(
-      MLADialect::kLaunchAttrName,
-      b.getDictionaryAttr({
-          b.getNamedAttr("grid", b.getStrArrayAttr(
-                                     {"num_work_items",
-                                      std::to_string(numHeads / kHeadsPerGroup),
-                                      "1"})),
-          b.getNamedAttr("block", b.getI64ArrayAttr({kThreads, 1, 1})),
-          b.getNamedAttr("lds_bytes", b.getI64IntegerAttr(ldsBytes())),
-          b.getNamedAttr("args", b.getStrArrayAttr(
-                                     {"q", "kv", "kv_scale", "qo_indptr",
-                                      "kv_indptr", "work_items",
-                                      "partial_out", "partial_lse",
-                                      "item_indptr", "out", "lse"})),
-      }));
+  func->setAttr(MLADialect::kLaunchAttrName,
+                launchAttr(b,
+                           {"num_work_items",
+                            std::to_string(numHeads / kHeadsPerGroup), "1"},
+                           ldsBytes(),
+                           {"q", "kv", "kv_scale", "qo_indptr", "kv_indptr",
+                            "work_items", "partial_out", "partial_lse",
+                            "item_indptr", "out", "lse"},
+                           args));
   OpBuilder bodyBuilder(ctx);
   bodyBuilder.setInsertionPointToStart(&func.getBody().front());
   emitBody(bodyBuilder, func);
@@ -623,17 +655,11 @@ gpu::GPUFuncOp buildCombineKernel(CombineOp op, OpBuilder &mb, StringRef name) {
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), bb.getUnitAttr());
   func.setKnownBlockSizeAttr(bb.getDenseI32ArrayAttr({kThreads, 1, 1}));
   func->setAttr("rocdl.flat_work_group_size", bb.getStringAttr("256,256"));
-  func->setAttr(
-      MLADialect::kLaunchAttrName,
-      bb.getDictionaryAttr({
-          bb.getNamedAttr("grid", bb.getStrArrayAttr({"num_sequences", "1", "1"})),
-          bb.getNamedAttr("block", bb.getI64ArrayAttr({kThreads, 1, 1})),
-          bb.getNamedAttr("lds_bytes", bb.getI64IntegerAttr(0)),
-          bb.getNamedAttr("args", bb.getStrArrayAttr(
-                                      {"partial_out", "partial_lse",
-                                       "item_indptr", "qo_indptr", "out",
-                                       "lse"})),
-      }));
+  func->setAttr(MLADialect::kLaunchAttrName,
+                launchAttr(bb, {"num_sequences", "1", "1"}, /*ldsBytes=*/0,
+                           {"partial_out", "partial_lse", "item_indptr",
+                            "qo_indptr", "out", "lse"},
+                           args));
 
   OpBuilder b(ctx);
   b.setInsertionPointToStart(&func.getBody().front());

@@ -74,27 +74,20 @@ int main(int argc, char **argv) {
     return 1;
   }
   DecodeOp op = decodes.front();
-  auto qType = op.getQ().getType();
-  KernelSignature sig{};
-  sig.format = op.getKvFormat() == KVFormat::bf16  ? CacheFormat::BF16
-               : op.getKvFormat() == KVFormat::fp8 ? CacheFormat::FP8
-                                                   : CacheFormat::MXFP4;
-  sig.numHeads = qType.getDimSize(1);
-  sig.qkDim = qType.getDimSize(2);
-  sig.vDim = op.getVHeadDim();
-  sig.smScale = op.getSmScale() ? op.getSmScale()->convertToDouble() : 0.0;
-  sig.target = target;
-  sig.splits = splits;
-  if (mlir::ShapedType::isDynamic(sig.numHeads) ||
-      mlir::ShapedType::isDynamic(sig.qkDim)) {
-    op.emitOpError("needs static head count and head width to be compiled");
+  auto sig = signatureOf(op);
+  if (!sig) {
+    std::string message;
+    takeStatus(sig.takeError(), message);
+    op.emitOpError(message);
     return 1;
   }
+  sig->target = target;
+  sig->splits = splits;
 
   ArtifactForms forms;
   forms.emu = !noEmu;
   forms.gfx950 = !noGFX950;
-  auto artifact = compileArtifact(sig, forms);
+  auto artifact = compileArtifact(*sig, forms);
   if (!artifact) {
     std::string message;
     takeStatus(artifact.takeError(), message);
@@ -104,7 +97,7 @@ int main(int argc, char **argv) {
   if ((forms.emu || forms.gfx950) && artifact->kernels.empty())
     llvm::WithColor::warning(llvm::errs(), "mla-compile")
         << "the " << artifact->chip << " kernels do not support "
-        << formatName(sig.format)
+        << formatName(sig->format)
         << " KV caches yet: the artifact holds the reference form only\n";
   if (llvm::Error err = writeArtifactFile(*artifact, outputPath)) {
     std::string message;

@@ -10,9 +10,11 @@
 #ifndef MLA_COMPILER_ARTIFACTCOMPILER_H
 #define MLA_COMPILER_ARTIFACTCOMPILER_H
 
+#include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Runtime/Artifact.h"
 #include "mla/Runtime/HostModule.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
 
 namespace mla {
@@ -31,6 +33,21 @@ struct ArtifactForms {
 /// reference form's pipeline; `splits` also fixes the planner's split count.
 llvm::Expected<Artifact> compileArtifact(const KernelSignature &sig,
                                          ArtifactForms forms = {});
+
+/// A code object and how to launch its kernels.
+struct CodeObject {
+  std::string chip;
+  std::string hsaco;                   // ELF bytes, loadable by hipModuleLoadData
+  std::vector<ArtifactKernel> kernels; // names, grids, blocks, kernarg layout
+};
+
+/// Translates the one gpu.module of a module lowered to the ROCDL level into
+/// a code object with its launch description, in memory.
+llvm::Expected<CodeObject> compileCodeObject(mlir::ModuleOp module);
+
+/// The configuration an mla.decode computes: cache format, heads, widths,
+/// softmax scale. An error when the head count or width is dynamic.
+llvm::Expected<KernelSignature> signatureOf(DecodeOp op);
 
 /// Whether the gfx950 kernels support `format`.
 bool gfx950KernelsSupport(CacheFormat format);

@@ -42,7 +42,6 @@ constexpr llvm::StringLiteral kWorkItems = "num_work_items";
 struct ArtifactKernelArg {
   std::string name;              // q, kv, kv_scale, work_items, ...
   std::vector<std::string> dims; // decimal numbers or dim:: symbols
-  int64_t elementBytes = 0;
   /// (offset, size) in the kernarg segment of each word of the argument's
   /// memref descriptor: allocated, aligned, offset, sizes..., strides...
   std::vector<std::pair<int64_t, int64_t>> fields;

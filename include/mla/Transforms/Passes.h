@@ -38,6 +38,9 @@ struct DecodeSplitToCPUPipelineOptions
       llvm::cl::init(-1)};
 };
 
+/// The IR levels of the gfx950 pipeline (docs/pipelines.md).
+enum class GFX950Level { Config, Split, Kernels, MFMA, ROCDL };
+
 struct DecodeToGFX950PipelineOptions
     : public mlir::PassPipelineOptions<DecodeToGFX950PipelineOptions> {
   Option<std::string> target{*this, "target",
@@ -47,6 +50,28 @@ struct DecodeToGFX950PipelineOptions
       *this, "splits",
       llvm::cl::desc("Work items per sequence (-1 = balanced planner)"),
       llvm::cl::init(-1)};
+  Option<int64_t> kvTile{*this, "kv-tile",
+                         llvm::cl::desc("Config override: KV tile rows (0 = "
+                                        "the config's choice)"),
+                         llvm::cl::init(0)};
+  Option<int64_t> pipelineStages{
+      *this, "pipeline-stages",
+      llvm::cl::desc("Config override: KV tiles in flight (0 = the config's "
+                     "choice)"),
+      llvm::cl::init(0)};
+  Option<GFX950Level> stopAt{
+      *this, "stop-at", llvm::cl::desc("Last IR level to produce"),
+      llvm::cl::init(GFX950Level::ROCDL),
+      llvm::cl::values(
+          clEnumValN(GFX950Level::Config, "config",
+                     "L1: mla.decode with its target and config"),
+          clEnumValN(GFX950Level::Split, "split",
+                     "L2: plan_splits, partial_decode, combine"),
+          clEnumValN(GFX950Level::Kernels, "kernels",
+                     "L3: gpu.module with the vector-level kernels"),
+          clEnumValN(GFX950Level::MFMA, "mfma", "L4: MFMA fragments"),
+          clEnumValN(GFX950Level::ROCDL, "rocdl",
+                     "L5: ROCDL, ready for mla-translate (default)"))};
 };
 
 /// mla.decode -> config -> split-KV -> gfx950 kernels (mla-to-gpu) -> MFMA

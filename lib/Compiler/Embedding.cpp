@@ -1,0 +1,61 @@
+//===- Embedding.cpp - the mla compiler as a library ----------------------===//
+
+#include "mla/Compiler/Embedding.h"
+
+#include "mla/Runtime/Status.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+
+using namespace mla;
+
+void mla::registerDialects(mlir::DialectRegistry &registry) {
+  registry.insert<MLADialect>();
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  registerBufferizationInterfaces(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
+}
+
+void mla::registerPasses() {
+  static bool registered = [] {
+    registerMLAPassesAndPipelines();
+    return true;
+  }();
+  (void)registered;
+}
+
+void mla::buildGFX950Pipeline(mlir::OpPassManager &pm,
+                              const DecodeToGFX950PipelineOptions &options) {
+  buildDecodeToGFX950Pipeline(pm, options);
+}
+
+mlir::FailureOr<CodeObject> mla::translateToCodeObject(mlir::ModuleOp module) {
+  auto codeObject = compileCodeObject(module);
+  if (!codeObject) {
+    std::string message;
+    takeStatus(codeObject.takeError(), message);
+    return module.emitError(message);
+  }
+  return std::move(*codeObject);
+}
+
+mlir::FailureOr<std::string>
+mla::compileDecodeArtifact(DecodeOp op, llvm::StringRef target, int64_t splits) {
+  auto sig = signatureOf(op);
+  if (!sig) {
+    std::string message;
+    takeStatus(sig.takeError(), message);
+    return op.emitOpError(message);
+  }
+  sig->target = target.str();
+  sig->splits = splits;
+  auto artifact = compileArtifact(*sig);
+  if (!artifact) {
+    std::string message;
+    takeStatus(artifact.takeError(), message);
+    return op.emitError(message);
+  }
+  return serializeArtifact(*artifact);
+}
