@@ -131,10 +131,11 @@ LogicalResult MLADialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == kLaunchAttrName) {
     auto launch = dyn_cast<DictionaryAttr>(attr.getValue());
     if (!launch || !launch.get("grid") || !launch.get("block") ||
-        !launch.get("lds_bytes") || !launch.get("args"))
+        !launch.get("lds_bytes") || !launch.get("args") ||
+        !launch.get("arg_dims"))
       return op->emitError() << "'" << kLaunchAttrName
                              << "' must be a dictionary with grid, block, "
-                                "lds_bytes and args";
+                                "lds_bytes, args and arg_dims";
     return success();
   }
   if (attr.getName() != kConfigAttrName)

@@ -23,7 +23,9 @@ def MLA_Dialect : Dialect {
     Discardable attributes: `mla.target` and `mla.config` on an `mla.decode`
     (checked together), `mla.kernel` on a split-level op (the gfx950 kernel
     that runs it) and `mla.launch` on a kernel (grid, block, LDS bytes,
-    arguments). See docs/pipelines.md for the levels and the pipelines.
+    argument names and shapes: what an artifact's launch metadata is made
+    of, docs/artifact.md). See docs/pipelines.md for the levels and the
+    pipelines.
   }];
   let useDefaultAttributePrinterParser = 1;
   // `mla.target` / `mla.config` on an mla.decode are checked together.
