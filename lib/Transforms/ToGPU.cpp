@@ -6,10 +6,12 @@
 // LDS bytes, arguments). The host ops stay as the reference semantics; the
 // runtime launches the kernels.
 //
-// The partial kernel: one workgroup per (work item, group of 16 heads), 4
-// waves; wave w serves query token w of the sequence (waves past q_len
-// repeat the last token and write nothing, so control flow stays uniform
-// for the barriers). KV tiles of 64 rows move global -> LDS by DMA
+// The partial kernel: one workgroup per (work item, block of 64 query rows),
+// 4 waves; the sequence's q_len·H (token, head) rows go in groups of 16 to
+// the waves, token-major, so a workgroup reads each KV tile once for up to
+// 64 rows (all heads of a token when H <= 64, all 4 tokens when H = 16).
+// Waves past the rows repeat the last group and write nothing, so control
+// flow stays uniform for the barriers; blocks past them return at once. KV tiles of 64 rows move global -> LDS by DMA
 // (amdgpu.gather_to_lds, 16 bytes per lane) into two stages, the next tile
 // in flight while the current one is used; each cache byte is read from HBM
 // once and serves as key (all Dqk columns) and value (the first Dv). Q is
@@ -261,7 +263,7 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
 
   Value c0 = k.idx(0), c1 = k.idx(1);
   Value item = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value headGroup = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value rowBlock = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value wave = k.div(tid, k.idx(kWaveSize));
   Value lane = k.rem(tid, k.idx(kWaveSize));
@@ -274,9 +276,26 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   Value qLen = k.sub(k.loadIndex(qoIndptr, {k.add(seq, c1)}), qBegin);
   Value kvBegin = k.loadIndex(kvIndptr, {seq});
   Value kvLen = k.sub(k.loadIndex(kvIndptr, {k.add(seq, c1)}), kvBegin);
-  // Waves past q_len repeat the last token so that every wave reaches the
-  // barriers; they write nothing.
-  Value token = k.minS(wave, k.sub(qLen, c1));
+  // The sequence's q_len·H query rows in groups of 16 (token-major): the
+  // workgroup's waves take 4 consecutive groups and share every KV tile, so
+  // a tile is read once for 64 rows — all heads of a token when H <= 64.
+  // Workgroups past the sequence's rows have nothing to do; waves past them
+  // repeat the last group so that every wave reaches the barriers, and
+  // write nothing.
+  int64_t groupsPerToken = numHeads / kHeadsPerGroup;
+  Value numGroups = k.mul(qLen, k.idx(groupsPerToken));
+  Value firstGroup = k.mul(rowBlock, k.idx(kWaves));
+  Value blockHasRows = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                             firstGroup, numGroups);
+  auto blockActive = scf::IfOp::create(b, loc, blockHasRows,
+                                       /*withElseRegion=*/false);
+  b.setInsertionPoint(blockActive.thenBlock()->getTerminator());
+  Value group = k.add(firstGroup, wave);
+  Value isRealRow =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, group, numGroups);
+  Value clampedGroup = k.minS(group, k.sub(numGroups, c1));
+  Value token = k.div(clampedGroup, k.idx(groupsPerToken));
+  Value headGroup = k.rem(clampedGroup, k.idx(groupsPerToken));
   Value tokenRow = k.add(qBegin, token);
   // Token i sees positions < kv_len - (q_len - 1 - i).
   Value visibleEnd = k.add(k.sub(kvLen, k.sub(qLen, c1)), token);
@@ -582,8 +601,6 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
              k.f32(0.6931471805599453)),
       negInf);
 
-  Value isRealToken =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, wave, qLen);
   // A sequence with a single work item is final here: write bf16 output and
   // lse directly (the combine kernel skips it); otherwise write the partials.
   Value seqItems = k.sub(k.loadIndex(itemIndptr, {k.add(seq, c1)}),
@@ -601,7 +618,7 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
       scf::YieldOp::create(b, loc);
     });
   };
-  scf::IfOp::create(b, loc, isRealToken, [&](OpBuilder &ib, Location) {
+  scf::IfOp::create(b, loc, isRealRow, [&](OpBuilder &ib, Location) {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
     scf::IfOp::create(
@@ -622,13 +639,14 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
           OpBuilder::InsertionGuard g2(b);
           b.setInsertionPoint(pb.getInsertionBlock(), pb.getInsertionPoint());
           vector::TransferWriteOp::create(b, loc, out, partialOut,
-                                          ValueRange{slot, wave, headBase, c0},
+                                          ValueRange{slot, token, headBase, c0},
                                           ArrayRef<bool>{true, true});
-          storeLse(partialLse, {slot, wave, head});
+          storeLse(partialLse, {slot, token, head});
           scf::YieldOp::create(b, loc);
         });
     scf::YieldOp::create(b, loc);
   });
+  b.setInsertionPointAfter(blockActive);
   gpu::ReturnOp::create(b, loc);
 }
 

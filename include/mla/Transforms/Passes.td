@@ -219,11 +219,13 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
     kernel per `mla.partial_decode` (fp8 KV) and per `mla.combine`, and marks
     each host op with the kernel that runs it (`mla.kernel`). Each kernel
     carries its launch description (`mla.launch`: grid, block, LDS bytes,
-    argument list) and deliberate attributes (`known_block_size` 256,
+    argument names and shapes) and deliberate attributes (`known_block_size` 256,
     `rocdl.flat_work_group_size`, `rocdl.waves_per_eu`).
 
-    The partial kernel: a workgroup per (work item, 16 heads), 4 waves, wave
-    w serving query token w; 64-row KV tiles DMA'd global -> LDS with
+    The partial kernel: a workgroup per (work item, block of 64 query rows),
+    4 waves; the sequence's q_len·H (token, head) rows go 16 to a wave,
+    token-major, so one KV read per tile serves 64 rows (every head of a
+    token when H <= 64; blocks past a sequence's rows return at once); 64-row KV tiles DMA'd global -> LDS with
     `amdgpu.gather_to_lds` (16 bytes per lane) into 2 stages, the next tile
     in flight while the current one is used; Q quantized to fp8 once with a
     per-(token, head) scale folded into the exp2-domain scores; the QKᵀ and
