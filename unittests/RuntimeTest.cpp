@@ -257,8 +257,8 @@ TEST(Runtime, WrongTarget) {
       << mla_last_error();
 }
 
-TEST(Runtime, NoEmuFormForBF16) {
-  std::string bytes = compile({CacheFormat::BF16, 16, 576, 512});
+TEST(Runtime, NoEmuFormForMXFP4) {
+  std::string bytes = compile({CacheFormat::MXFP4, 16, 576, 512});
   ContextGuard g;
   mla_kernel kernel = nullptr;
   EXPECT_EQ(load(MLA_BACKEND_EMU, bytes, &g.context, &kernel),

@@ -176,7 +176,7 @@ llvm::Expected<KernelSignature> mla::signatureOf(DecodeOp op) {
 }
 
 bool mla::gfx950KernelsSupport(CacheFormat format) {
-  return format == CacheFormat::FP8;
+  return format == CacheFormat::FP8 || format == CacheFormat::BF16;
 }
 
 llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,

@@ -178,12 +178,16 @@ LogicalResult LaneFunctionBuilder::run() {
             arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes))});
     } else if (auto mfma = dyn_cast<amdgpu::MFMAOp>(op)) {
       auto aType = dyn_cast<VectorType>(mfma.getSourceA().getType());
-      if (mfma.getM() != 16 || mfma.getN() != 16 || mfma.getK() != 128 ||
-          !aType || !isa<Float8E4M3FNType>(aType.getElementType()) ||
+      bool isFp8 = mfma.getK() == 128 && aType &&
+                   isa<Float8E4M3FNType>(aType.getElementType());
+      bool isBf16 = mfma.getK() == 32 && aType &&
+                    aType.getElementType().isBF16() &&
+                    aType.getNumElements() == 8;
+      if (mfma.getM() != 16 || mfma.getN() != 16 || !(isFp8 || isBf16) ||
           mfma.getSourceB().getType() != aType)
-        return op->emitOpError(
-            "emu: only amdgpu.mfma 16x16x128 on f8E4M3FN is modelled");
-      auto bytes = VectorType::get({32}, b.getI8Type());
+        return op->emitOpError("emu: only amdgpu.mfma 16x16x128 on f8E4M3FN "
+                               "and 16x16x32 on bf16 are modelled");
+      auto bytes = VectorType::get({isFp8 ? 32 : 16}, b.getI8Type());
       Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
       vector::StoreOp::create(
           b, loc, vector::BitCastOp::create(b, loc, bytes, mfma.getSourceA()),
@@ -196,7 +200,8 @@ LogicalResult LaneFunctionBuilder::run() {
       vector::StoreOp::create(
           b, loc, vector::BitCastOp::create(b, loc, i8x16, mfma.getDestC()),
           cBuf, ValueRange{c0});
-      call(loc, "mla_emu_mfma_16x16x128_fp8", {},
+      call(loc, isFp8 ? "mla_emu_mfma_16x16x128_fp8" : "mla_emu_mfma_16x16x32_bf16",
+           {},
            {ctx, address(loc, aBuf, {c0}), address(loc, bBuf, {c0}),
             address(loc, cBuf, {c0}), address(loc, dBuf, {c0})});
       Value d = vector::LoadOp::create(b, loc, i8x16, dBuf, ValueRange{c0});

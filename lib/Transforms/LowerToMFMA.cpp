@@ -1,14 +1,15 @@
 //===- LowerToMFMA.cpp - wave tiles -> lanes and MFMAs (L3 -> L4) ---------===//
 //
-// The FP8 MFMA pass. At L3 a 2-D f32 vector of 16 rows is a wave tile: one
+// The MFMA pass. At L3 a 2-D f32 vector of 16 rows is a wave tile: one
 // value for the whole wave. Here every wave tile is distributed over the 64
 // lanes in the C/D layout of the 16x16 MFMAs (docs/mfma-layouts.md): lane
 // l = 16·kg + i holds, for each 16-column block nb, rows 4·kg + r (r < 4) of
 // column 16·nb + i, as elements 4·nb + r of a 1-D vector. Each tile
-// `vector.contract` whose operands are fp8 tiles read from memory becomes
-// `amdgpu.mfma 16x16x128` per 16-column block and 128-wide K chunk, with the
-// A and B fragments loaded lane by lane in the instruction's layout (a K
-// remainder of 64 zero-fills the upper half of both fragments). Reads,
+// `vector.contract` whose operands are fp8 (bf16) tiles read from memory
+// becomes `amdgpu.mfma 16x16x128` (16x16x32) per 16-column block and K
+// chunk, with the A and B fragments loaded lane by lane in the
+// instruction's layout (an fp8 K remainder of 64 zero-fills the upper half
+// of both fragments). Reads,
 // writes and elementwise ops on wave tiles follow the same layout. Math on
 // f32 becomes the AMDGPU exp2/log instructions (no device library needed).
 //
@@ -107,7 +108,8 @@ SmallVector<Value> elementIndices(OpBuilder &b, Location loc,
   return result;
 }
 
-/// vector.contract of two fp8 tiles read from memory into a wave tile.
+/// vector.contract of two fp8 or bf16 tiles read from memory into a wave
+/// tile.
 struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
   ContractToMFMA(const TypeConverter &converter, MLIRContext *ctx,
                  bool corruptLayout)
@@ -122,11 +124,17 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
     auto rhsRead = op.getRhs().getDefiningOp<vector::TransferReadOp>();
     if (!lhsRead || !rhsRead || !isWaveTile(op.getResultType()))
       return rewriter.notifyMatchFailure(
-          op, "expects fp8 tiles read from memory into a wave tile");
+          op, "expects fp8 or bf16 tiles read from memory into a wave tile");
     Type fp8 = rewriter.getType<Float8E4M3FNType>();
-    if (op.getLhsType().getElementType() != fp8 ||
-        op.getRhsType().getElementType() != fp8)
-      return rewriter.notifyMatchFailure(op, "expects f8E4M3FN operands");
+    Type elem = op.getLhsType().getElementType();
+    if ((elem != fp8 && !elem.isBF16()) ||
+        op.getRhsType().getElementType() != elem)
+      return rewriter.notifyMatchFailure(op,
+                                         "expects f8E4M3FN or bf16 operands");
+    // fp8: 16x16x128, 32 K per lane in two runs of 16 (K 16·kg + j and
+    // 64 + 16·kg + j); bf16: 16x16x32, one run of 8 (K 8·kg + j).
+    bool isBF16 = elem.isBF16();
+    int64_t chunkK = isBF16 ? 32 : kChunk, runK = isBF16 ? 8 : 16;
     if (!lhsRead.getPermutationMap().isMinorIdentity() ||
         !rhsRead.getPermutationMap().isMinorIdentity())
       return rewriter.notifyMatchFailure(op, "expects minor-identity reads");
@@ -145,17 +153,19 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
 
     int64_t numCols = cast<VectorType>(op.getResultType()).getDimSize(1);
     int64_t depth = op.getLhsType().getDimSize(1);
-    if (depth % 64 != 0)
-      return rewriter.notifyMatchFailure(op, "K must be a multiple of 64");
+    if (depth % (isBF16 ? 32 : 64) != 0)
+      return rewriter.notifyMatchFailure(
+          op, isBF16 ? "K must be a multiple of 32" : "K must be a multiple of 64");
 
     Lane lane = Lane::get(rewriter, loc);
     Value c16 = cst(rewriter, loc, 16);
-    Value laneK = arith::MulIOp::create(rewriter, loc, lane.kg, c16);
-    auto frag16 = VectorType::get({16}, fp8);
-    auto frag32 = VectorType::get({32}, fp8);
+    Value laneK = arith::MulIOp::create(rewriter, loc, lane.kg,
+                                        isBF16 ? cst(rewriter, loc, runK) : c16);
+    auto frag16 = VectorType::get({runK}, elem);
+    auto frag32 = VectorType::get({isBF16 ? runK : 32}, elem);
     Value zero32 = arith::ConstantOp::create(
         rewriter, loc,
-        DenseElementsAttr::get(frag32, rewriter.getFloatAttr(fp8, 0.0)));
+        DenseElementsAttr::get(frag32, rewriter.getFloatAttr(elem, 0.0)));
 
     // A: row i, K run 16·kg.. of the chunk half at `half`.
     Value rowA = lane.i;
@@ -179,9 +189,9 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
         return vector::LoadOp::create(rewriter, loc, frag16,
                                       rhsRead.getBase(), idx);
       }
-      // (k, n): the K run is a column of the tile, one byte per row.
+      // (k, n): the K run is a column of the tile, one element per row.
       SmallVector<Value> bytes;
-      for (int64_t j = 0; j < 16; ++j) {
+      for (int64_t j = 0; j < runK; ++j) {
         SmallVector<Value> idx = elementIndices(
             rewriter, loc, rhsRead.getIndices(), rhsRead.getPermutationMap(),
             addi(rewriter, loc, kStart, cst(rewriter, loc, j)), col);
@@ -193,6 +203,8 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
     // Elements 0..15 hold K 16·kg + j of the chunk, 16..31 hold 64 + 16·kg +
     // j; past K the fragment stays zero on both sides.
     auto fragment = [&](auto load, int64_t chunk) -> Value {
+      if (isBF16)
+        return load(chunk * chunkK);
       Value frag = vector::InsertStridedSliceOp::create(
           rewriter, loc, load(chunk * kChunk), zero32, ArrayRef<int64_t>{0},
           ArrayRef<int64_t>{1});
@@ -203,7 +215,7 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
       return frag;
     };
 
-    int64_t numChunks = (depth + kChunk - 1) / kChunk;
+    int64_t numChunks = (depth + chunkK - 1) / chunkK;
     SmallVector<Value> aFrags;
     for (int64_t c = 0; c < numChunks; ++c)
       aFrags.push_back(fragment([&](int64_t kb) { return loadA(kb); }, c));
@@ -217,7 +229,7 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
         Value bFrag =
             fragment([&](int64_t kb) { return loadB(nb, kb); }, c);
         block = amdgpu::MFMAOp::create(
-            rewriter, loc, block.getType(), /*m=*/16, /*n=*/16, /*k=*/128,
+            rewriter, loc, block.getType(), /*m=*/16, /*n=*/16, /*k=*/chunkK,
             /*blocks=*/1, aFrags[c], bFrag, block, /*cbsz=*/0, /*abid=*/0,
             amdgpu::MFMAPermB::none, /*reducePrecision=*/false,
             /*negateA=*/false, /*negateB=*/false, /*negateC=*/false);
@@ -412,6 +424,16 @@ struct MLALowerToMFMAPass
     target.addDynamicallyLegalOp<vector::TransferWriteOp>(
         [](vector::TransferWriteOp op) {
           return !isWaveTile(op.getVectorType());
+        });
+    // A bf16 tile read only as an MFMA operand stays as it is: the
+    // contraction loads its fragments and erases it.
+    target.addDynamicallyLegalOp<vector::TransferReadOp>(
+        [&](vector::TransferReadOp op) {
+          return converter.isLegal(op.getOperation()) ||
+                 (!op->use_empty() &&
+                  llvm::all_of(op->getUsers(), [](Operation *user) {
+                    return isa<vector::ContractionOp>(user);
+                  }));
         });
     RewritePatternSet patterns(ctx);
     patterns.add<ContractToMFMA>(converter, ctx, testCorruptLayout);

@@ -59,7 +59,11 @@ struct MLASelectConfigPass
       auto pick = [](int64_t forced, int64_t chosen) {
         return forced != 0 ? forced : chosen;
       };
-      int64_t tile = pick(kvTile, 64);
+      // 64 rows of fp8 or mxfp4 and 32 of bf16 are the same bytes: the
+      // gfx950 kernel's two stages fit its LDS.
+      int64_t tile = pick(kvTile, isGpu && op.getKvFormat() == KVFormat::bf16
+                                      ? 32
+                                      : 64);
       // On the GPU, at most 32 heads per workgroup (4 query tokens each keep
       // the accumulators within the register file), and a divisor of H.
       int64_t defaultHeads = heads;

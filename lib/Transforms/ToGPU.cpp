@@ -124,16 +124,19 @@ public:
 
   /// Why the kernel cannot be built for this op, if it cannot.
   std::optional<std::string> unsupported() {
-    if (op.getKvFormat() != KVFormat::fp8)
-      return "gfx950 kernels support fp8 KV caches so far; got " +
-             stringifyKVFormat(op.getKvFormat()).str();
+    if (op.getKvFormat() == KVFormat::mxfp4)
+      return std::string("gfx950 kernels support bf16 and fp8 KV caches so "
+                         "far; got mxfp4");
     if (qkDim % 64 != 0 || vDim % 16 != 0)
       return std::string("gfx950 kernels need Dqk a multiple of 64 and Dv a "
                          "multiple of 16");
-    if (kTileRows % 64 != 0 || (kTileRows * qkDim) % (kThreads * kDmaBytes))
+    // A PV MFMA sums 64 (fp8) or 32 (bf16) tile rows.
+    int64_t rowMultiple = isBF16() ? 32 : 64;
+    if (kTileRows % rowMultiple != 0 ||
+        (kTileRows * qkDim * elemBytes()) % (kThreads * kDmaBytes))
       return "kv_tile = " + std::to_string(kTileRows) +
-             " must be a multiple of 64 whose tile bytes split into 16-byte "
-             "loads of 256 lanes";
+             " must be a multiple of " + std::to_string(rowMultiple) +
+             " whose tile bytes split into 16-byte loads of 256 lanes";
     if (kStages < 2)
       return std::string("the partial kernel needs pipeline_stages >= 2");
     if (ldsBytes() > 163840)
@@ -144,11 +147,11 @@ public:
 
   /// LDS bytes of the kernel's workgroup buffers.
   int64_t ldsBytes() const {
-    return kWaves * kHeadsPerGroup * paddedQK +          // Q, fp8
-           kStages * kTileRows * qkDim +                // KV tiles, fp8
-           kWaves * kHeadsPerGroup * kTileRows * 4 +    // scores, f32
-           kWaves * 2 * kHeadsPerGroup * kTileRows +    // P hi/lo, fp8
-           kWaves * kHeadsPerGroup * 4;                 // per-row factors
+    return kWaves * kHeadsPerGroup * qRowElems() * elemBytes() + // Q
+           kStages * kTileRows * qkDim * elemBytes() +   // KV tiles
+           kWaves * kHeadsPerGroup * kTileRows * 4 +     // scores, f32
+           kWaves * 2 * kHeadsPerGroup * kTileRows +     // P: fp8 hi/lo, bf16
+           kWaves * kHeadsPerGroup * 4;                  // per-row factors
   }
 
   gpu::GPUFuncOp build(OpBuilder &moduleBuilder, StringRef name);
@@ -156,7 +159,26 @@ public:
 private:
   void emitBody(OpBuilder &b, gpu::GPUFuncOp func);
 
-  PartialDecodeOp op;
+  mutable PartialDecodeOp op; // its accessors are not const
+  /// bf16 caches run bf16 MFMAs on bf16 Q, KV and P; fp8 caches fp8 MFMAs
+  /// on Q quantized per row and P in two fp8 parts.
+  bool isBF16() const { return op.getKvFormat() == KVFormat::bf16; }
+  int64_t elemBytes() const { return isBF16() ? 2 : 1; }
+  Type elemType(Builder &b) const {
+    return isBF16() ? Type(b.getBF16Type()) : b.getType<Float8E4M3FNType>();
+  }
+  /// Q's LDS row: fp8 MFMAs take K in chunks of 128 (zero-padded), bf16
+  /// ones in chunks of 32.
+  int64_t qRowElems() const { return isBF16() ? qkDim : paddedQK; }
+  SmallVector<StringRef> argNames() const {
+    SmallVector<StringRef> names = {"q", "kv"};
+    if (!isBF16())
+      names.push_back("kv_scale");
+    names.append({"qo_indptr", "kv_indptr", "work_items", "partial_out",
+                  "partial_lse", "item_indptr", "out", "lse"});
+    return names;
+  }
+
   int64_t numHeads, qkDim, vDim, paddedQK;
   int64_t kTileRows, kStages; // from the config
 };
@@ -203,12 +225,14 @@ gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
   MLIRContext *ctx = op.getContext();
   Builder b(ctx);
   Type bf16 = b.getBF16Type(), f32 = b.getF32Type(), i32 = b.getI32Type();
-  Type fp8 = b.getType<Float8E4M3FNType>();
   int64_t dyn = ShapedType::kDynamic;
+  Type elem = elemType(b);
   SmallVector<Type> args = {
       MemRefType::get({dyn, numHeads, qkDim}, bf16),     // q
-      globalType({dyn, qkDim}, fp8),                     // kv
-      MemRefType::get({1}, f32),                         // kv_scale
+      globalType({dyn, qkDim}, elem)};                   // kv
+  if (!isBF16())
+    args.push_back(MemRefType::get({1}, f32));           // kv_scale
+  args.append({
       MemRefType::get({dyn}, i32),                       // qo_indptr
       MemRefType::get({dyn}, i32),                       // kv_indptr
       MemRefType::get({dyn, 4}, i32),                    // work_items
@@ -216,13 +240,14 @@ gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
       MemRefType::get({dyn, kMaxQueryTokens, numHeads}, f32),
       MemRefType::get({dyn}, i32),                       // item_indptr
       MemRefType::get({dyn, numHeads, vDim}, b.getBF16Type()), // out
-      MemRefType::get({dyn, numHeads}, f32)};            // lse
+      MemRefType::get({dyn, numHeads}, f32)});           // lse
   auto func = gpu::GPUFuncOp::create(
       mb, op.getLoc(), name, FunctionType::get(ctx, args, {}),
-      TypeRange{ldsType({kWaves, kHeadsPerGroup, paddedQK}, fp8),
-                ldsType({kStages, kTileRows, qkDim}, fp8),
+      TypeRange{ldsType({kWaves, kHeadsPerGroup, qRowElems()}, elem),
+                ldsType({kStages, kTileRows, qkDim}, elem),
                 ldsType({kWaves, kHeadsPerGroup, kTileRows}, f32),
-                ldsType({kWaves, 2, kHeadsPerGroup, kTileRows}, fp8),
+                isBF16() ? ldsType({kWaves, 1, kHeadsPerGroup, kTileRows}, elem)
+                         : ldsType({kWaves, 2, kHeadsPerGroup, kTileRows}, elem),
                 ldsType({kWaves, kHeadsPerGroup}, f32)},
       TypeRange{});
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -234,11 +259,7 @@ gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
                 launchAttr(b,
                            {"num_work_items",
                             std::to_string(numHeads / kHeadsPerGroup), "1"},
-                           ldsBytes(),
-                           {"q", "kv", "kv_scale", "qo_indptr", "kv_indptr",
-                            "work_items", "partial_out", "partial_lse",
-                            "item_indptr", "out", "lse"},
-                           args));
+                           ldsBytes(), argNames(), args));
   OpBuilder bodyBuilder(ctx);
   bodyBuilder.setInsertionPointToStart(&func.getBody().front());
   emitBody(bodyBuilder, func);
@@ -249,12 +270,19 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   Location loc = op.getLoc();
   KernelBuilder k{b, loc};
   Type f32 = b.getF32Type(), fp8 = b.getType<Float8E4M3FNType>();
-  Value q = func.getArgument(0), kv = func.getArgument(1),
-        kvScaleMem = func.getArgument(2), qoIndptr = func.getArgument(3),
-        kvIndptr = func.getArgument(4), items = func.getArgument(5),
-        partialOut = func.getArgument(6), partialLse = func.getArgument(7),
-        itemIndptr = func.getArgument(8), outMem = func.getArgument(9),
-        lseMem = func.getArgument(10);
+  Type elem = elemType(b);
+  bool bf16 = isBF16();
+  SmallVector<StringRef> names = argNames();
+  auto arg = [&](StringRef name) -> Value {
+    auto it = llvm::find(names, name);
+    return it == names.end() ? Value()
+                             : func.getArgument(it - names.begin());
+  };
+  Value q = arg("q"), kv = arg("kv"), kvScaleMem = arg("kv_scale"),
+        qoIndptr = arg("qo_indptr"), kvIndptr = arg("kv_indptr"),
+        items = arg("work_items"), partialOut = arg("partial_out"),
+        partialLse = arg("partial_lse"), itemIndptr = arg("item_indptr"),
+        outMem = arg("out"), lseMem = arg("lse");
   Value qLds = func.getWorkgroupAttributions()[0];
   Value kvLds = func.getWorkgroupAttributions()[1];
   Value sLds = func.getWorkgroupAttributions()[2];
@@ -306,8 +334,8 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   Value quarter = k.rem(lane, k.idx(4));
   Value head = k.add(k.mul(headGroup, k.idx(kHeadsPerGroup)), row);
 
-  // Q -> fp8 with a per-(token, head) scale: amax over the row, then the
-  // quantized row into LDS, zero-padded to a multiple of 128 columns.
+  // Q into LDS: for fp8, quantized with a per-(token, head) scale (amax
+  // over the row), zero-padded to a multiple of 128 columns.
   int64_t quarterCols = qkDim / 4;
   Value colBase = k.mul(quarter, k.idx(quarterCols));
   auto qChunk = [&](Value j) {
@@ -318,66 +346,82 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
     return arith::ExtFOp::create(b, loc, VectorType::get({8}, f32), raw)
         .getResult();
   };
-  auto amaxLoop = scf::ForOp::create(
-      b, loc, c0, k.idx(quarterCols), k.idx(8), ValueRange{k.f32(0.0)},
-      [&](OpBuilder &lb, Location, Value j, ValueRange carried) {
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToStart(lb.getInsertionBlock());
-        Value v = math::AbsFOp::create(b, loc, qChunk(j));
-        Value m = vector::ReductionOp::create(
-            b, loc, vector::CombiningKind::MAXIMUMF, v);
-        scf::YieldOp::create(b, loc, ValueRange{k.fmax(carried[0], m)});
-      });
-  Value amax = k.laneReduce(amaxLoop.getResult(0), {1, 2}, /*isMax=*/true);
-  Value amaxPos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                        amax, k.f32(0.0));
-  Value qScale = arith::SelectOp::create(
-      b, loc, amaxPos, arith::DivFOp::create(b, loc, amax, k.f32(kFp8Max)),
-      k.f32(1.0));
-  Value qInvScale = arith::DivFOp::create(b, loc, k.f32(1.0), qScale);
-  scf::ForOp::create(
-      b, loc, c0, k.idx(quarterCols), k.idx(8), ValueRange{},
-      [&](OpBuilder &lb, Location, Value j, ValueRange) {
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToStart(lb.getInsertionBlock());
-        auto vt = VectorType::get({8}, f32);
-        Value scaled = arith::MulFOp::create(
-            b, loc, qChunk(j), vector::BroadcastOp::create(b, loc, vt, qInvScale));
-        Value q8 = arith::TruncFOp::create(b, loc, VectorType::get({8}, fp8),
-                                           scaled);
-        vector::StoreOp::create(b, loc, q8, qLds,
-                                ValueRange{wave, row, k.add(colBase, j)});
-        scf::YieldOp::create(b, loc);
-      });
-  if (paddedQK > qkDim) {
-    // The padding columns multiply the tile's padding (zeros on both sides).
-    Value zeros = arith::ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(VectorType::get({16}, fp8),
-                               b.getFloatAttr(fp8, 0.0)));
-    for (int64_t col = qkDim; col < paddedQK; col += 64) {
-      Value c = k.add(k.idx(col), k.mul(quarter, k.idx(16)));
-      vector::StoreOp::create(b, loc, zeros, qLds, ValueRange{wave, row, c});
+  // log2(e) · sm_scale (· q_scale · kv_scale for fp8) turns the raw MFMA
+  // products into exp2-domain scores.
+  Value scoreScale = k.f32(op.getEffectiveSmScale() * 1.4426950408889634);
+  Value kvScale;
+  if (bf16) {
+    // bf16 Q goes to LDS as it is.
+    scf::ForOp::create(
+        b, loc, c0, k.idx(quarterCols), k.idx(8), ValueRange{},
+        [&](OpBuilder &lb, Location, Value j, ValueRange) {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(lb.getInsertionBlock());
+          Value raw = vector::LoadOp::create(
+              b, loc, VectorType::get({8}, elem), q,
+              ValueRange{tokenRow, head, k.add(colBase, j)});
+          vector::StoreOp::create(b, loc, raw, qLds,
+                                  ValueRange{wave, row, k.add(colBase, j)});
+          scf::YieldOp::create(b, loc);
+        });
+  } else {
+    auto amaxLoop = scf::ForOp::create(
+        b, loc, c0, k.idx(quarterCols), k.idx(8), ValueRange{k.f32(0.0)},
+        [&](OpBuilder &lb, Location, Value j, ValueRange carried) {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(lb.getInsertionBlock());
+          Value v = math::AbsFOp::create(b, loc, qChunk(j));
+          Value m = vector::ReductionOp::create(
+              b, loc, vector::CombiningKind::MAXIMUMF, v);
+          scf::YieldOp::create(b, loc, ValueRange{k.fmax(carried[0], m)});
+        });
+    Value amax = k.laneReduce(amaxLoop.getResult(0), {1, 2}, /*isMax=*/true);
+    Value amaxPos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                          amax, k.f32(0.0));
+    Value qScale = arith::SelectOp::create(
+        b, loc, amaxPos, arith::DivFOp::create(b, loc, amax, k.f32(kFp8Max)),
+        k.f32(1.0));
+    Value qInvScale = arith::DivFOp::create(b, loc, k.f32(1.0), qScale);
+    scf::ForOp::create(
+        b, loc, c0, k.idx(quarterCols), k.idx(8), ValueRange{},
+        [&](OpBuilder &lb, Location, Value j, ValueRange) {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(lb.getInsertionBlock());
+          auto vt = VectorType::get({8}, f32);
+          Value scaled = arith::MulFOp::create(
+              b, loc, qChunk(j), vector::BroadcastOp::create(b, loc, vt, qInvScale));
+          Value q8 = arith::TruncFOp::create(b, loc, VectorType::get({8}, fp8),
+                                             scaled);
+          vector::StoreOp::create(b, loc, q8, qLds,
+                                  ValueRange{wave, row, k.add(colBase, j)});
+          scf::YieldOp::create(b, loc);
+        });
+    if (paddedQK > qkDim) {
+      // The padding columns multiply the tile's padding (zeros on both sides).
+      Value zeros = arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(VectorType::get({16}, fp8),
+                                 b.getFloatAttr(fp8, 0.0)));
+      for (int64_t col = qkDim; col < paddedQK; col += 64) {
+        Value c = k.add(k.idx(col), k.mul(quarter, k.idx(16)));
+        vector::StoreOp::create(b, loc, zeros, qLds, ValueRange{wave, row, c});
+      }
     }
+    kvScale = k.load(kvScaleMem, {c0});
+    scoreScale = k.fmul(k.fmul(qScale, kvScale), scoreScale);
   }
 
-  // log2(e) * sm_scale * q_scale * kv_scale turns raw fp8 products into
-  // exp2-domain scores.
-  Value kvScale = k.load(kvScaleMem, {c0});
-  Value scoreScale = k.fmul(
-      k.fmul(qScale, kvScale),
-      k.f32(op.getEffectiveSmScale() * 1.4426950408889634));
-
-  // KV tile DMA: 64 rows x Dqk bytes, 16 bytes per lane per gather; rows past
-  // the item clamp to its last row (their scores are masked).
-  int64_t tileBytes = kTileRows * qkDim;
+  // KV tile DMA: kv_tile rows x Dqk elements, 16 bytes per lane per gather;
+  // rows past the item clamp to its last row (their scores are masked).
+  int64_t tileBytes = kTileRows * qkDim * elemBytes();
   int64_t gathersPerWave = tileBytes / (kThreads * kDmaBytes);
+  int64_t dmaElems = kDmaBytes / elemBytes();
   Value lastRow = k.sub(k.add(kvBegin, end), c1);
   auto issueTile = [&](Value tileStart, Value stage) {
     for (int64_t g = 0; g < gathersPerWave; ++g) {
       Value chunk = k.add(k.mul(k.idx(g), k.idx(kWaves)), wave);
-      Value waveBase = k.mul(chunk, k.idx(kWaveSize * kDmaBytes));
-      Value lin = k.add(waveBase, k.mul(lane, k.idx(kDmaBytes)));
+      Value waveBase = k.mul(chunk, k.idx(kWaveSize * dmaElems));
+      Value lin = k.add(waveBase, k.mul(lane, k.idx(dmaElems)));
       Value srcRow = k.minS(k.add(k.add(kvBegin, tileStart),
                                   k.div(lin, k.idx(qkDim))),
                             lastRow);
@@ -387,7 +431,7 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
       amdgpu::GatherToLDSOp::create(
           b, loc, kv, ValueRange{srcRow, srcCol}, kvLds,
           ValueRange{stage, dstRow, dstCol},
-          TypeAttr::get(VectorType::get({kDmaBytes}, fp8)));
+          TypeAttr::get(VectorType::get({dmaElems}, elem)));
     }
   };
   Value hasRows = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
@@ -416,7 +460,7 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
       {vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
        vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
        vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction)});
-  Value padFp8 = arith::ConstantOp::create(b, loc, b.getFloatAttr(fp8, 0.0));
+  Value padElem = arith::ConstantOp::create(b, loc, b.getFloatAttr(elem, 0.0));
   Value padF32 = k.f32(0.0);
 
   auto tileLoop = scf::ForOp::create(
@@ -455,13 +499,13 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
         gpu::BarrierOp::create(b, loc);
 
         // S = Q · Kᵀ on the wave's 16 heads x 64 tile rows.
-        auto qTileType = VectorType::get({kHeadsPerGroup, qkDim}, fp8);
-        auto kTileType = VectorType::get({kTileRows, qkDim}, fp8);
+        auto qTileType = VectorType::get({kHeadsPerGroup, qkDim}, elem);
+        auto kTileType = VectorType::get({kTileRows, qkDim}, elem);
         Value qTile = vector::TransferReadOp::create(
-            b, loc, qTileType, qLds, ValueRange{wave, c0, c0}, padFp8,
+            b, loc, qTileType, qLds, ValueRange{wave, c0, c0}, padElem,
             ArrayRef<bool>{true, true});
         Value kTile = vector::TransferReadOp::create(
-            b, loc, kTileType, kvLds, ValueRange{stage, c0, c0}, padFp8,
+            b, loc, kTileType, kvLds, ValueRange{stage, c0, c0}, padElem,
             ArrayRef<bool>{true, true});
         auto sType = VectorType::get({kHeadsPerGroup, kTileRows}, f32);
         Value sZero = arith::ConstantOp::create(
@@ -519,22 +563,30 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
         Value rescale = math::Exp2Op::create(
             b, loc, arith::SubFOp::create(b, loc, runMax, shift));
         Value newSum = k.fadd(k.fmul(runSum, rescale), tileSum);
-        // P in two fp8 parts, p·448 ≈ hi + lo/16: one fp8 part alone keeps 3
-        // mantissa bits, which costs ~2e-2 relative error in the output.
-        auto p8Type = VectorType::get({cols}, fp8);
-        Value scaledP = arith::MulFOp::create(
-            b, loc, p, vector::BroadcastOp::create(b, loc, vt, k.f32(kFp8Max)));
-        Value pHi = arith::TruncFOp::create(b, loc, p8Type, scaledP);
-        Value residual = arith::MulFOp::create(
-            b, loc,
-            arith::SubFOp::create(b, loc, scaledP,
-                                  arith::ExtFOp::create(b, loc, vt, pHi)),
-            vector::BroadcastOp::create(b, loc, vt, k.f32(16.0)));
-        Value pLo = arith::TruncFOp::create(b, loc, p8Type, residual);
-        vector::StoreOp::create(b, loc, pHi, pLds,
-                                ValueRange{wave, c0, row, colStart});
-        vector::StoreOp::create(b, loc, pLo, pLds,
-                                ValueRange{wave, c1, row, colStart});
+        if (bf16) {
+          // P in bf16 keeps 8 mantissa bits: one part is enough.
+          Value pBf16 = arith::TruncFOp::create(
+              b, loc, VectorType::get({cols}, elem), p);
+          vector::StoreOp::create(b, loc, pBf16, pLds,
+                                  ValueRange{wave, c0, row, colStart});
+        } else {
+          // P in two fp8 parts, p·448 ≈ hi + lo/16: one fp8 part alone keeps 3
+          // mantissa bits, which costs ~2e-2 relative error in the output.
+          auto p8Type = VectorType::get({cols}, fp8);
+          Value scaledP = arith::MulFOp::create(
+              b, loc, p, vector::BroadcastOp::create(b, loc, vt, k.f32(kFp8Max)));
+          Value pHi = arith::TruncFOp::create(b, loc, p8Type, scaledP);
+          Value residual = arith::MulFOp::create(
+              b, loc,
+              arith::SubFOp::create(b, loc, scaledP,
+                                    arith::ExtFOp::create(b, loc, vt, pHi)),
+              vector::BroadcastOp::create(b, loc, vt, k.f32(16.0)));
+          Value pLo = arith::TruncFOp::create(b, loc, p8Type, residual);
+          vector::StoreOp::create(b, loc, pHi, pLds,
+                                  ValueRange{wave, c0, row, colStart});
+          vector::StoreOp::create(b, loc, pLo, pLds,
+                                  ValueRange{wave, c1, row, colStart});
+        }
         memref::StoreOp::create(b, loc, rescale, rowLds, ValueRange{wave, row});
         gpu::BarrierOp::create(b, loc);
 
@@ -546,46 +598,51 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
             b, loc, accType, rowLds, ValueRange{wave, c0}, padF32, rowMap,
             ArrayRef<bool>{true, true});
         Value scaled = arith::MulFOp::create(b, loc, acc, rescaleTile);
-        auto pTileType = VectorType::get({kHeadsPerGroup, kTileRows}, fp8);
-        auto vTileType = VectorType::get({kTileRows, vDim}, fp8);
+        auto pTileType = VectorType::get({kHeadsPerGroup, kTileRows}, elem);
+        auto vTileType = VectorType::get({kTileRows, vDim}, elem);
         auto readP = [&](Value part) {
           return vector::TransferReadOp::create(
-              b, loc, pTileType, pLds, ValueRange{wave, part, c0, c0}, padFp8,
+              b, loc, pTileType, pLds, ValueRange{wave, part, c0, c0}, padElem,
               ArrayRef<bool>{true, true});
         };
         auto readV = [&] {
           return vector::TransferReadOp::create(
-              b, loc, vTileType, kvLds, ValueRange{stage, c0, c0}, padFp8,
+              b, loc, vTileType, kvLds, ValueRange{stage, c0, c0}, padElem,
               ArrayRef<bool>{true, true});
         };
         // Operands are created in a fixed order (C++ leaves argument
         // evaluation order open).
         Value pHiTile = readP(c0);
         Value vHiTile = readV();
-        Value hiAcc = vector::ContractionOp::create(b, loc, pHiTile, vHiTile,
-                                                    scaled, pvMaps, iters);
-        Value pLoTile = readP(c1);
-        Value vLoTile = readV();
-        Value loAcc = vector::ContractionOp::create(b, loc, pLoTile, vLoTile,
-                                                    zeroAcc, pvMaps, iters);
-        Value sixteenth = arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(1.0 / 16)));
-        Value newAcc = arith::AddFOp::create(
-            b, loc, hiAcc, arith::MulFOp::create(b, loc, loAcc, sixteenth));
+        Value newAcc = vector::ContractionOp::create(b, loc, pHiTile, vHiTile,
+                                                     scaled, pvMaps, iters);
+        if (!bf16) {
+          Value pLoTile = readP(c1);
+          Value vLoTile = readV();
+          Value loAcc = vector::ContractionOp::create(
+              b, loc, pLoTile, vLoTile, zeroAcc, pvMaps, iters);
+          Value sixteenth = arith::ConstantOp::create(
+              b, loc,
+              DenseElementsAttr::get(accType, b.getF32FloatAttr(1.0 / 16)));
+          newAcc = arith::AddFOp::create(
+              b, loc, newAcc, arith::MulFOp::create(b, loc, loAcc, sixteenth));
+        }
         // The next iteration overwrites the score, P and factor buffers.
         gpu::BarrierOp::create(b, loc);
         scf::YieldOp::create(b, loc, ValueRange{newMax, newSum, newAcc});
       });
 
-  // out = acc · kv_scale / (448 · l); lse = (m + log2 l) · ln 2. A row that
+  // out = acc / l (fp8: acc · kv_scale / (448 · l)); lse = (m + log2 l) ·
+  // ln 2. A row that
   // saw nothing (l = 0) gives zeros and -inf.
   Value runMax = tileLoop.getResult(0), runSum = tileLoop.getResult(1);
   Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, runSum,
                                      k.f32(0.0));
   Value factor = arith::SelectOp::create(
       b, loc, seen,
-      arith::DivFOp::create(b, loc, kvScale,
-                            k.fmul(runSum, k.f32(kFp8Max))),
+      bf16 ? arith::DivFOp::create(b, loc, k.f32(1.0), runSum)
+           : arith::DivFOp::create(b, loc, kvScale,
+                                   k.fmul(runSum, k.f32(kFp8Max))),
       k.f32(0.0));
   memref::StoreOp::create(b, loc, factor, rowLds, ValueRange{wave, row});
   gpu::BarrierOp::create(b, loc);

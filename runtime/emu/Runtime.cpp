@@ -180,6 +180,26 @@ static void mla_emu_mfma_16x16x128_fp8(int64_t ctx, int64_t a, int64_t b,
   std::memcpy(reinterpret_cast<void *>(d), slot.d[l].data(), 16);
 }
 
+static void mla_emu_mfma_16x16x32_bf16(int64_t ctx, int64_t a, int64_t b,
+                                       int64_t c, int64_t d) {
+  Lane &lane = laneOf(ctx);
+  int l = lane.id % kWaveLanes;
+  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
+  // Eight bf16 per lane, carried in the first 16 bytes of the fp8 slots.
+  std::memcpy(slot.a[l].data(), reinterpret_cast<const void *>(a), 16);
+  std::memcpy(slot.b[l].data(), reinterpret_cast<const void *>(b), 16);
+  std::memcpy(slot.c[l].data(), reinterpret_cast<const void *>(c), 16);
+  rendezvous(lane, WaveOp::Mfma, [](WaveSlot &s) {
+    Bf16Operand a, b;
+    for (int i = 0; i < kWaveLanes; ++i) {
+      std::memcpy(a[i].data(), s.a[i].data(), 16);
+      std::memcpy(b[i].data(), s.b[i].data(), 16);
+    }
+    s.d = mfma16x16x32Bf16(a, b, s.c);
+  });
+  std::memcpy(reinterpret_cast<void *>(d), slot.d[l].data(), 16);
+}
+
 static int8_t mla_emu_cvt_f32_to_fp8(float x) {
   return static_cast<int8_t>(encodeE4M3(x));
 }
@@ -199,6 +219,8 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
        reinterpret_cast<void *>(&mla_emu_gather_to_lds)},
       {"mla_emu_mfma_16x16x128_fp8",
        reinterpret_cast<void *>(&mla_emu_mfma_16x16x128_fp8)},
+      {"mla_emu_mfma_16x16x32_bf16",
+       reinterpret_cast<void *>(&mla_emu_mfma_16x16x32_bf16)},
       {"mla_emu_cvt_f32_to_fp8",
        reinterpret_cast<void *>(&mla_emu_cvt_f32_to_fp8)},
       {"mla_emu_cvt_fp8_to_f32",

@@ -393,9 +393,10 @@ int main(int argc, char **argv) {
   if (noCheck)
     return 0;
   Tolerance tol = defaultTolerance(problem.format);
-  // The gfx950 kernels quantize Q and P to fp8 as well: the bar is 5e-3.
+  // The gfx950 kernels round P (fp8: Q too) to the cache's format: the bar
+  // is 5e-3 for fp8 and mxfp4, 4e-3 for bf16.
   if (emu)
-    tol.maxRelErr = 5e-3;
+    tol.maxRelErr = problem.format == CacheFormat::BF16 ? 4e-3 : 5e-3;
   ReferenceResult ref = referenceDecode(problem);
   ErrorReport report = compareWithReference(ref, outBits, lse, tol);
   llvm::outs() << llvm::format("rel_err=%.3e max_abs_err=%.3e lse_max_abs_err=%.3e\n",
