@@ -182,10 +182,9 @@ public:
                              "; the emu backend runs gfx950 kernels");
     if (artifact.emuModule.empty())
       return statusError(Status::BackendUnavailable,
-                         llvm::Twine("the artifact has no emu form (the "
-                                     "gfx950 kernels do not support ") +
-                             formatName(artifact.format) +
-                             " KV caches yet); use the cpu backend");
+                         "the artifact has no emu form (compiled without "
+                         "it); recompile it with the emu form or use the cpu "
+                         "backend");
     auto kernel = std::make_unique<EmuKernel>();
     if (llvm::Error err = kernel->init(artifact))
       return std::move(err);

@@ -157,10 +157,9 @@ public:
   load(const Artifact &artifact) override {
     if (artifact.hsaco.empty())
       return statusError(Status::BackendUnavailable,
-                         llvm::Twine("the artifact has no code object (the "
-                                     "gfx950 kernels do not support ") +
-                             formatName(artifact.format) +
-                             " KV caches yet); use the cpu backend");
+                         "the artifact has no code object (compiled "
+                         "without it); recompile it with the gfx950 form or "
+                         "use the cpu backend");
     if (artifact.chip != archName)
       return statusError(Status::TargetMismatch,
                          "the artifact is built for " + artifact.chip +

@@ -257,8 +257,12 @@ TEST(Runtime, WrongTarget) {
       << mla_last_error();
 }
 
-TEST(Runtime, NoEmuFormForMXFP4) {
-  std::string bytes = compile({CacheFormat::MXFP4, 16, 576, 512});
+TEST(Runtime, NoEmuForm) {
+  ArtifactForms forms;
+  forms.emu = forms.gfx950 = false;
+  auto artifact = compileArtifact({CacheFormat::MXFP4, 16, 576, 512}, forms);
+  ASSERT_TRUE(bool(artifact)) << llvm::toString(artifact.takeError());
+  std::string bytes = serializeArtifact(*artifact);
   ContextGuard g;
   mla_kernel kernel = nullptr;
   EXPECT_EQ(load(MLA_BACKEND_EMU, bytes, &g.context, &kernel),

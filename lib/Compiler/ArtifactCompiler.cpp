@@ -175,10 +175,6 @@ llvm::Expected<KernelSignature> mla::signatureOf(DecodeOp op) {
   return sig;
 }
 
-bool mla::gfx950KernelsSupport(CacheFormat format) {
-  return format == CacheFormat::FP8 || format == CacheFormat::BF16;
-}
-
 llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
                                               ArtifactForms forms) {
   Artifact a;
@@ -254,7 +250,7 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
     return compileError("unknown target '" + sig.target + "'");
   a.chip = target->arch->arch.str();
   a.computeUnits = target->computeUnits;
-  if (!gfx950KernelsSupport(sig.format) || target->arch->arch != "gfx950" ||
+  if (target->arch->arch != "gfx950" ||
       (!forms.emu && !forms.gfx950))
     return a;
 

@@ -207,6 +207,62 @@ LogicalResult LaneFunctionBuilder::run() {
       Value d = vector::LoadOp::create(b, loc, i8x16, dBuf, ValueRange{c0});
       op->getResult(0).replaceAllUsesWith(
           vector::BitCastOp::create(b, loc, f32x4, d));
+    } else if (auto scaled = dyn_cast<amdgpu::ScaledMFMAOp>(op)) {
+      auto aType = dyn_cast<VectorType>(scaled.getSourceA().getType());
+      auto bType = dyn_cast<VectorType>(scaled.getSourceB().getType());
+      auto formatOf = [](VectorType t) -> int64_t {
+        if (t && t.getNumElements() == 32 &&
+            isa<Float8E4M3FNType>(t.getElementType()))
+          return 0; // emu::MatrixFormat::FP8
+        if (t && t.getNumElements() == 32 &&
+            isa<Float4E2M1FNType>(t.getElementType()))
+          return 4; // emu::MatrixFormat::FP4
+        return -1;
+      };
+      int64_t formatA = formatOf(aType), formatB = formatOf(bType);
+      if (scaled.getM() != 16 || scaled.getN() != 16 || scaled.getK() != 128 ||
+          formatA < 0 || formatB < 0 ||
+          !isa<Float8E8M0FNUType>(scaled.getScalesA().getType()) ||
+          !isa<Float8E8M0FNUType>(scaled.getScalesB().getType()))
+        return op->emitOpError("emu: only amdgpu.scaled_mfma 16x16x128 on "
+                               "fp8/fp4 operands with scalar scales is "
+                               "modelled");
+      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+      auto storeBytes = [&](Value v, VectorType t, Value buffer) {
+        auto bytes = VectorType::get({t.getNumElements() *
+                                          t.getElementTypeBitWidth() / 8},
+                                     b.getI8Type());
+        Value asBytes = vector::BitCastOp::create(b, loc, bytes, v);
+        if (bytes.getNumElements() < 32) { // fp4: the upper 16 bytes are unused
+          SmallVector<int64_t> twice;
+          for (int64_t e = 0; e < 32; ++e)
+            twice.push_back(e % 16);
+          asBytes = vector::ShuffleOp::create(b, loc, asBytes, asBytes, twice);
+        }
+        vector::StoreOp::create(b, loc, asBytes, buffer, ValueRange{c0});
+      };
+      storeBytes(scaled.getSourceA(), aType, aBuf);
+      storeBytes(scaled.getSourceB(), bType, bBuf);
+      auto f32x4 = VectorType::get({4}, f32);
+      auto i8x16 = VectorType::get({16}, b.getI8Type());
+      vector::StoreOp::create(
+          b, loc, vector::BitCastOp::create(b, loc, i8x16, scaled.getDestC()),
+          cBuf, ValueRange{c0});
+      auto scaleByte = [&](Value s) {
+        return arith::BitcastOp::create(b, loc, b.getI8Type(), s).getResult();
+      };
+      auto i64 = [&](int64_t v) {
+        return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v))
+            .getResult();
+      };
+      call(loc, "mla_emu_scaled_mfma_16x16x128", {},
+           {ctx, i64(formatA), i64(formatB), address(loc, aBuf, {c0}),
+            address(loc, bBuf, {c0}), scaleByte(scaled.getScalesA()),
+            scaleByte(scaled.getScalesB()), address(loc, cBuf, {c0}),
+            address(loc, dBuf, {c0})});
+      Value d = vector::LoadOp::create(b, loc, i8x16, dBuf, ValueRange{c0});
+      op->getResult(0).replaceAllUsesWith(
+          vector::BitCastOp::create(b, loc, f32x4, d));
     } else if (auto trunc = dyn_cast<arith::TruncFOp>(op)) {
       if (!isa<Float8E4M3FNType>(getElementTypeOrSelf(trunc.getType())))
         continue;

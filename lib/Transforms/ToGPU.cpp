@@ -124,16 +124,17 @@ public:
 
   /// Why the kernel cannot be built for this op, if it cannot.
   std::optional<std::string> unsupported() {
-    if (op.getKvFormat() == KVFormat::mxfp4)
-      return std::string("gfx950 kernels support bf16 and fp8 KV caches so "
-                         "far; got mxfp4");
+    if (isMXFP4() && (kTileRows != 64 || qkDim % 32 != 0))
+      return std::string("the mxfp4 kernel needs kv_tile = 64 and Dqk a "
+                         "multiple of 32");
     if (qkDim % 64 != 0 || vDim % 16 != 0)
       return std::string("gfx950 kernels need Dqk a multiple of 64 and Dv a "
                          "multiple of 16");
     // A PV MFMA sums 64 (fp8) or 32 (bf16) tile rows.
     int64_t rowMultiple = isBF16() ? 32 : 64;
     if (kTileRows % rowMultiple != 0 ||
-        (kTileRows * qkDim * elemBytes()) % (kThreads * kDmaBytes))
+        tileBytes() % (isMXFP4() ? kWaveSize * kDmaBytes
+                                 : kThreads * kDmaBytes))
       return "kv_tile = " + std::to_string(kTileRows) +
              " must be a multiple of " + std::to_string(rowMultiple) +
              " whose tile bytes split into 16-byte loads of 256 lanes";
@@ -147,29 +148,77 @@ public:
 
   /// LDS bytes of the kernel's workgroup buffers.
   int64_t ldsBytes() const {
-    return kWaves * kHeadsPerGroup * qRowElems() * elemBytes() + // Q
-           kStages * kTileRows * qkDim * elemBytes() +   // KV tiles
+    return kWaves * kHeadsPerGroup * qRowElems() * qElemBytes() + // Q
+           kStages * tileBytes() +                       // KV tiles
            kWaves * kHeadsPerGroup * kTileRows * 4 +     // scores, f32
            kWaves * 2 * kHeadsPerGroup * kTileRows +     // P: fp8 hi/lo, bf16
-           kWaves * kHeadsPerGroup * 4;                  // per-row factors
+           kWaves * kHeadsPerGroup * 4 +                 // per-row factors
+           (isMXFP4() ? kVHalfRows * vDim * 2 : 0);      // mxfp4: V in bf16
   }
 
   gpu::GPUFuncOp build(OpBuilder &moduleBuilder, StringRef name);
 
 private:
   void emitBody(OpBuilder &b, gpu::GPUFuncOp func);
+  void emitScaledQK(OpBuilder &b, KernelBuilder &k, Value qLds, Value kvLds,
+                    Value scales, Value sLds, Value wave, Value lane,
+                    Value stage, Value tileRow0, Value lastRow);
+  Value emitDecodedPV(OpBuilder &b, KernelBuilder &k, Value pLds, Value kvLds,
+                      Value scales, Value vLds, Value wave, Value tid,
+                      Value stage, Value tileRow0, Value lastRow, Value acc,
+                      ArrayAttr pvMaps, ArrayAttr iters);
 
   mutable PartialDecodeOp op; // its accessors are not const
   /// bf16 caches run bf16 MFMAs on bf16 Q, KV and P; fp8 caches fp8 MFMAs
   /// on Q quantized per row and P in two fp8 parts.
+  ///
+  /// mxfp4 caches: QK as scaled MFMAs with the packed E2M1 K tile and its
+  /// E8M0 block scales fed to the instruction (Q fp8 as for fp8); PV in
+  /// bf16, V decoded exactly (E2M1·2^e fits bf16) 32 rows at a time into
+  /// LDS, P in bf16.
   bool isBF16() const { return op.getKvFormat() == KVFormat::bf16; }
-  int64_t elemBytes() const { return isBF16() ? 2 : 1; }
+  bool isMXFP4() const { return op.getKvFormat() == KVFormat::mxfp4; }
+  /// Bytes of one Q element in LDS and the MFMA element type of QK.
+  int64_t qElemBytes() const { return isBF16() ? 2 : 1; }
   Type elemType(Builder &b) const {
     return isBF16() ? Type(b.getBF16Type()) : b.getType<Float8E4M3FNType>();
   }
+  /// P and the PV MFMAs: fp8 (two parts) for fp8, bf16 otherwise.
+  Type pvType(Builder &b) const {
+    return isMXFP4() ? Type(b.getBF16Type()) : elemType(b);
+  }
+  /// A cache row in bytes: bf16 2 per element, fp8 1, mxfp4 packed 1/2.
+  int64_t rowBytes() const {
+    return isBF16() ? 2 * qkDim : isMXFP4() ? qkDim / 2 : qkDim;
+  }
+  int64_t tileBytes() const { return kTileRows * rowBytes(); }
+  static constexpr int64_t kVHalfRows = 32;
   /// Q's LDS row: fp8 MFMAs take K in chunks of 128 (zero-padded), bf16
   /// ones in chunks of 32.
   int64_t qRowElems() const { return isBF16() ? qkDim : paddedQK; }
+  /// The cache's element type in memory (mxfp4: packed bytes).
+  Type kvMemType(Builder &b) const {
+    return isMXFP4() ? Type(b.getI8Type()) : elemType(b);
+  }
+  /// Workgroup memory: Q, KV tiles, scores, P, per-row factors (and the
+  /// decoded V half tile for mxfp4).
+  SmallVector<Type> ldsTypes(Builder &b) const {
+    Type f32 = b.getF32Type();
+    SmallVector<Type> types = {
+        ldsType({kWaves, kHeadsPerGroup, qRowElems()}, elemType(b)),
+        ldsType({kStages, kTileRows, rowBytes() / qElemBytesInTile()},
+                kvMemType(b)),
+        ldsType({kWaves, kHeadsPerGroup, kTileRows}, f32),
+        pvType(b).isBF16()
+            ? ldsType({kWaves, 1, kHeadsPerGroup, kTileRows}, pvType(b))
+            : ldsType({kWaves, 2, kHeadsPerGroup, kTileRows}, pvType(b)),
+        ldsType({kWaves, kHeadsPerGroup}, f32)};
+    if (isMXFP4())
+      types.push_back(ldsType({kVHalfRows, vDim}, b.getBF16Type()));
+    return types;
+  }
+  /// Bytes per element of the KV tile's memref.
+  int64_t qElemBytesInTile() const { return isBF16() ? 2 : 1; }
   SmallVector<StringRef> argNames() const {
     SmallVector<StringRef> names = {"q", "kv"};
     if (!isBF16())
@@ -226,11 +275,13 @@ gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
   Builder b(ctx);
   Type bf16 = b.getBF16Type(), f32 = b.getF32Type(), i32 = b.getI32Type();
   int64_t dyn = ShapedType::kDynamic;
-  Type elem = elemType(b);
   SmallVector<Type> args = {
       MemRefType::get({dyn, numHeads, qkDim}, bf16),     // q
-      globalType({dyn, qkDim}, elem)};                   // kv
-  if (!isBF16())
+      globalType({dyn, isMXFP4() ? qkDim / 2 : qkDim}, kvMemType(b))}; // kv
+  if (isMXFP4())
+    args.push_back(globalType({dyn, qkDim / 32},
+                              b.getType<Float8E8M0FNUType>())); // kv_scale
+  else if (!isBF16())
     args.push_back(MemRefType::get({1}, f32));           // kv_scale
   args.append({
       MemRefType::get({dyn}, i32),                       // qo_indptr
@@ -243,12 +294,7 @@ gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
       MemRefType::get({dyn, numHeads}, f32)});           // lse
   auto func = gpu::GPUFuncOp::create(
       mb, op.getLoc(), name, FunctionType::get(ctx, args, {}),
-      TypeRange{ldsType({kWaves, kHeadsPerGroup, qRowElems()}, elem),
-                ldsType({kStages, kTileRows, qkDim}, elem),
-                ldsType({kWaves, kHeadsPerGroup, kTileRows}, f32),
-                isBF16() ? ldsType({kWaves, 1, kHeadsPerGroup, kTileRows}, elem)
-                         : ldsType({kWaves, 2, kHeadsPerGroup, kTileRows}, elem),
-                ldsType({kWaves, kHeadsPerGroup}, f32)},
+      ldsTypes(b),
       TypeRange{});
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({kThreads, 1, 1}));
@@ -270,8 +316,8 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   Location loc = op.getLoc();
   KernelBuilder k{b, loc};
   Type f32 = b.getF32Type(), fp8 = b.getType<Float8E4M3FNType>();
-  Type elem = elemType(b);
-  bool bf16 = isBF16();
+  Type elem = elemType(b), pvElem = pvType(b);
+  bool bf16 = isBF16(), mx = isMXFP4();
   SmallVector<StringRef> names = argNames();
   auto arg = [&](StringRef name) -> Value {
     auto it = llvm::find(names, name);
@@ -288,6 +334,7 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   Value sLds = func.getWorkgroupAttributions()[2];
   Value pLds = func.getWorkgroupAttributions()[3];
   Value rowLds = func.getWorkgroupAttributions()[4];
+  Value vLds = mx ? Value(func.getWorkgroupAttributions()[5]) : Value();
 
   Value c0 = k.idx(0), c1 = k.idx(1);
   Value item = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
@@ -407,31 +454,59 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
         vector::StoreOp::create(b, loc, zeros, qLds, ValueRange{wave, row, c});
       }
     }
-    kvScale = k.load(kvScaleMem, {c0});
-    scoreScale = k.fmul(k.fmul(qScale, kvScale), scoreScale);
+    if (mx) {
+      // The K block scales go into the MFMAs.
+      scoreScale = k.fmul(qScale, scoreScale);
+    } else {
+      kvScale = k.load(kvScaleMem, {c0});
+      scoreScale = k.fmul(k.fmul(qScale, kvScale), scoreScale);
+    }
   }
 
-  // KV tile DMA: kv_tile rows x Dqk elements, 16 bytes per lane per gather;
-  // rows past the item clamp to its last row (their scores are masked).
-  int64_t tileBytes = kTileRows * qkDim * elemBytes();
-  int64_t gathersPerWave = tileBytes / (kThreads * kDmaBytes);
-  int64_t dmaElems = kDmaBytes / elemBytes();
+  // KV tile DMA: kv_tile rows, 16 bytes per lane per gather, the tile's
+  // wave-sized pieces dealt round-robin to the waves (mxfp4: 18 pieces, so
+  // waves 0-1 take 5 and waves 2-3 take 4); rows past the item clamp to its
+  // last row (their scores are masked).
+  Type tileElem = kvMemType(b);
+  int64_t tileElemBytes = qElemBytesInTile();
+  int64_t rowElems = rowBytes() / tileElemBytes;
+  int64_t wavePieces = tileBytes() / (kWaveSize * kDmaBytes);
+  int64_t maxGathersPerWave = (wavePieces + kWaves - 1) / kWaves;
+  // Outstanding gathers a wave may leave for the next tile: the fewest any
+  // wave issues (waiting for more than needed is safe).
+  int64_t gathersPerWave = wavePieces / kWaves;
+  int64_t dmaElems = kDmaBytes / tileElemBytes;
   Value lastRow = k.sub(k.add(kvBegin, end), c1);
   auto issueTile = [&](Value tileStart, Value stage) {
-    for (int64_t g = 0; g < gathersPerWave; ++g) {
-      Value chunk = k.add(k.mul(k.idx(g), k.idx(kWaves)), wave);
-      Value waveBase = k.mul(chunk, k.idx(kWaveSize * dmaElems));
-      Value lin = k.add(waveBase, k.mul(lane, k.idx(dmaElems)));
-      Value srcRow = k.minS(k.add(k.add(kvBegin, tileStart),
-                                  k.div(lin, k.idx(qkDim))),
-                            lastRow);
-      Value srcCol = k.rem(lin, k.idx(qkDim));
-      Value dstRow = k.div(waveBase, k.idx(qkDim));
-      Value dstCol = k.rem(waveBase, k.idx(qkDim));
-      amdgpu::GatherToLDSOp::create(
-          b, loc, kv, ValueRange{srcRow, srcCol}, kvLds,
-          ValueRange{stage, dstRow, dstCol},
-          TypeAttr::get(VectorType::get({dmaElems}, elem)));
+    for (int64_t g = 0; g < maxGathersPerWave; ++g) {
+      Value piece = k.add(k.mul(k.idx(g), k.idx(kWaves)), wave);
+      auto gather = [&] {
+        Value waveBase = k.mul(piece, k.idx(kWaveSize * dmaElems));
+        Value lin = k.add(waveBase, k.mul(lane, k.idx(dmaElems)));
+        Value srcRow = k.minS(k.add(k.add(kvBegin, tileStart),
+                                    k.div(lin, k.idx(rowElems))),
+                              lastRow);
+        Value srcCol = k.rem(lin, k.idx(rowElems));
+        Value dstRow = k.div(waveBase, k.idx(rowElems));
+        Value dstCol = k.rem(waveBase, k.idx(rowElems));
+        amdgpu::GatherToLDSOp::create(
+            b, loc, kv, ValueRange{srcRow, srcCol}, kvLds,
+            ValueRange{stage, dstRow, dstCol},
+            TypeAttr::get(VectorType::get({dmaElems}, tileElem)));
+      };
+      if ((g + 1) * kWaves <= wavePieces) {
+        gather();
+        continue;
+      }
+      // The last round: only the waves with a piece left (wave-uniform).
+      Value hasPiece = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::slt, piece, k.idx(wavePieces));
+      scf::IfOp::create(b, loc, hasPiece, [&](OpBuilder &ib, Location) {
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+        gather();
+        scf::YieldOp::create(b, loc);
+      });
     }
   };
   Value hasRows = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
@@ -499,22 +574,27 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
         gpu::BarrierOp::create(b, loc);
 
         // S = Q · Kᵀ on the wave's 16 heads x 64 tile rows.
-        auto qTileType = VectorType::get({kHeadsPerGroup, qkDim}, elem);
-        auto kTileType = VectorType::get({kTileRows, qkDim}, elem);
-        Value qTile = vector::TransferReadOp::create(
-            b, loc, qTileType, qLds, ValueRange{wave, c0, c0}, padElem,
-            ArrayRef<bool>{true, true});
-        Value kTile = vector::TransferReadOp::create(
-            b, loc, kTileType, kvLds, ValueRange{stage, c0, c0}, padElem,
-            ArrayRef<bool>{true, true});
-        auto sType = VectorType::get({kHeadsPerGroup, kTileRows}, f32);
-        Value sZero = arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(sType, b.getF32FloatAttr(0.0)));
-        Value scores = vector::ContractionOp::create(b, loc, qTile, kTile,
-                                                     sZero, qkMaps, iters);
-        vector::TransferWriteOp::create(b, loc, scores, sLds,
-                                        ValueRange{wave, c0, c0},
-                                        ArrayRef<bool>{true, true});
+        if (mx) {
+          emitScaledQK(b, k, qLds, kvLds, kvScaleMem, sLds, wave, lane, stage,
+                       k.add(kvBegin, tileStart), lastRow);
+        } else {
+          auto qTileType = VectorType::get({kHeadsPerGroup, qkDim}, elem);
+          auto kTileType = VectorType::get({kTileRows, qkDim}, elem);
+          Value qTile = vector::TransferReadOp::create(
+              b, loc, qTileType, qLds, ValueRange{wave, c0, c0}, padElem,
+              ArrayRef<bool>{true, true});
+          Value kTile = vector::TransferReadOp::create(
+              b, loc, kTileType, kvLds, ValueRange{stage, c0, c0}, padElem,
+              ArrayRef<bool>{true, true});
+          auto sType = VectorType::get({kHeadsPerGroup, kTileRows}, f32);
+          Value sZero = arith::ConstantOp::create(
+              b, loc, DenseElementsAttr::get(sType, b.getF32FloatAttr(0.0)));
+          Value scores = vector::ContractionOp::create(b, loc, qTile, kTile,
+                                                       sZero, qkMaps, iters);
+          vector::TransferWriteOp::create(b, loc, scores, sLds,
+                                          ValueRange{wave, c0, c0},
+                                          ArrayRef<bool>{true, true});
+        }
         gpu::BarrierOp::create(b, loc);
 
         // Per-lane online softmax over this lane's quarter of its row.
@@ -563,10 +643,10 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
         Value rescale = math::Exp2Op::create(
             b, loc, arith::SubFOp::create(b, loc, runMax, shift));
         Value newSum = k.fadd(k.fmul(runSum, rescale), tileSum);
-        if (bf16) {
+        if (pvElem.isBF16()) {
           // P in bf16 keeps 8 mantissa bits: one part is enough.
           Value pBf16 = arith::TruncFOp::create(
-              b, loc, VectorType::get({cols}, elem), p);
+              b, loc, VectorType::get({cols}, pvElem), p);
           vector::StoreOp::create(b, loc, pBf16, pLds,
                                   ValueRange{wave, c0, row, colStart});
         } else {
@@ -598,34 +678,41 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
             b, loc, accType, rowLds, ValueRange{wave, c0}, padF32, rowMap,
             ArrayRef<bool>{true, true});
         Value scaled = arith::MulFOp::create(b, loc, acc, rescaleTile);
-        auto pTileType = VectorType::get({kHeadsPerGroup, kTileRows}, elem);
-        auto vTileType = VectorType::get({kTileRows, vDim}, elem);
-        auto readP = [&](Value part) {
-          return vector::TransferReadOp::create(
-              b, loc, pTileType, pLds, ValueRange{wave, part, c0, c0}, padElem,
-              ArrayRef<bool>{true, true});
-        };
-        auto readV = [&] {
-          return vector::TransferReadOp::create(
-              b, loc, vTileType, kvLds, ValueRange{stage, c0, c0}, padElem,
-              ArrayRef<bool>{true, true});
-        };
-        // Operands are created in a fixed order (C++ leaves argument
-        // evaluation order open).
-        Value pHiTile = readP(c0);
-        Value vHiTile = readV();
-        Value newAcc = vector::ContractionOp::create(b, loc, pHiTile, vHiTile,
-                                                     scaled, pvMaps, iters);
-        if (!bf16) {
-          Value pLoTile = readP(c1);
-          Value vLoTile = readV();
-          Value loAcc = vector::ContractionOp::create(
-              b, loc, pLoTile, vLoTile, zeroAcc, pvMaps, iters);
-          Value sixteenth = arith::ConstantOp::create(
-              b, loc,
-              DenseElementsAttr::get(accType, b.getF32FloatAttr(1.0 / 16)));
-          newAcc = arith::AddFOp::create(
-              b, loc, newAcc, arith::MulFOp::create(b, loc, loAcc, sixteenth));
+        Value newAcc;
+        if (mx) {
+          newAcc = emitDecodedPV(b, k, pLds, kvLds, kvScaleMem, vLds, wave, tid,
+                                 stage, k.add(kvBegin, tileStart), lastRow,
+                                 scaled, pvMaps, iters);
+        } else {
+          auto pTileType = VectorType::get({kHeadsPerGroup, kTileRows}, elem);
+          auto vTileType = VectorType::get({kTileRows, vDim}, elem);
+          auto readP = [&](Value part) {
+            return vector::TransferReadOp::create(
+                b, loc, pTileType, pLds, ValueRange{wave, part, c0, c0}, padElem,
+                ArrayRef<bool>{true, true});
+          };
+          auto readV = [&] {
+            return vector::TransferReadOp::create(
+                b, loc, vTileType, kvLds, ValueRange{stage, c0, c0}, padElem,
+                ArrayRef<bool>{true, true});
+          };
+          // Operands are created in a fixed order (C++ leaves argument
+          // evaluation order open).
+          Value pHiTile = readP(c0);
+          Value vHiTile = readV();
+          newAcc = vector::ContractionOp::create(b, loc, pHiTile, vHiTile,
+                                                 scaled, pvMaps, iters);
+          if (!bf16) {
+            Value pLoTile = readP(c1);
+            Value vLoTile = readV();
+            Value loAcc = vector::ContractionOp::create(
+                b, loc, pLoTile, vLoTile, zeroAcc, pvMaps, iters);
+            Value sixteenth = arith::ConstantOp::create(
+                b, loc,
+                DenseElementsAttr::get(accType, b.getF32FloatAttr(1.0 / 16)));
+            newAcc = arith::AddFOp::create(
+                b, loc, newAcc, arith::MulFOp::create(b, loc, loAcc, sixteenth));
+          }
         }
         // The next iteration overwrites the score, P and factor buffers.
         gpu::BarrierOp::create(b, loc);
@@ -640,7 +727,7 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
                                      k.f32(0.0));
   Value factor = arith::SelectOp::create(
       b, loc, seen,
-      bf16 ? arith::DivFOp::create(b, loc, k.f32(1.0), runSum)
+      pvElem.isBF16() ? arith::DivFOp::create(b, loc, k.f32(1.0), runSum)
            : arith::DivFOp::create(b, loc, kvScale,
                                    k.fmul(runSum, k.f32(kFp8Max))),
       k.f32(0.0));
@@ -705,6 +792,172 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   });
   b.setInsertionPointAfter(blockActive);
   gpu::ReturnOp::create(b, loc);
+}
+
+/// mxfp4 QK at the MFMA level — `vector.contract` has no block-scaled form:
+/// per 16 tile rows and 128-wide K chunk one `amdgpu.scaled_mfma
+/// 16x16x128` with A = the wave's fp8 Q (scale 1) and B = the packed E2M1 K
+/// bytes straight from the LDS tile, each lane feeding the E8M0 scale of
+/// its own 32-element block (docs/mfma-layouts.md §2). Past Dqk the A bytes
+/// are zero (Q's padding) and B reads a clamped, finite block. The scores go
+/// to LDS in the C/D layout: lane 16·kg + i holds S[4·kg + r][16·nb + i].
+void PartialKernel::emitScaledQK(OpBuilder &b, KernelBuilder &k, Value qLds,
+                                 Value kvLds, Value scales, Value sLds,
+                                 Value wave, Value lane, Value stage,
+                                 Value tileRow0, Value lastRow) {
+  Location loc = op.getLoc();
+  Type fp8 = b.getType<Float8E4M3FNType>(), fp4 = b.getType<Float4E2M1FNType>();
+  Type e8m0 = b.getType<Float8E8M0FNUType>();
+  Value kg = k.div(lane, k.idx(16)), li = k.rem(lane, k.idx(16));
+  Value laneK = k.mul(kg, k.idx(16));
+  Value one = arith::ConstantOp::create(b, loc, b.getFloatAttr(e8m0, 1.0));
+  auto f8x16 = VectorType::get({16}, fp8);
+  int64_t chunks = paddedQK / 128, blocks = qkDim / 32;
+  SmallVector<int64_t> concat(32);
+  for (int64_t e = 0; e < 32; ++e)
+    concat[e] = e;
+  // A: row li of the wave's Q, K 16·kg + e and 64 + 16·kg + e of the chunk.
+  SmallVector<Value> aFrags;
+  for (int64_t c = 0; c < chunks; ++c) {
+    Value lo = vector::LoadOp::create(b, loc, f8x16, qLds,
+                                      ValueRange{wave, li,
+                                                 k.add(k.idx(c * 128), laneK)});
+    Value hi = vector::LoadOp::create(
+        b, loc, f8x16, qLds,
+        ValueRange{wave, li, k.add(k.idx(c * 128 + 64), laneK)});
+    aFrags.push_back(vector::ShuffleOp::create(b, loc, lo, hi, concat));
+  }
+  auto accType = VectorType::get({4}, b.getF32Type());
+  Value accZero = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0)));
+  auto i32Attr = [&](int64_t v) { return b.getI32IntegerAttr(v); };
+  for (int64_t nb = 0; nb < kTileRows / 16; ++nb) {
+    Value tileRow = k.add(k.idx(16 * nb), li);
+    Value kvRow = k.minS(k.add(tileRow0, tileRow), lastRow);
+    Value acc = accZero;
+    for (int64_t c = 0; c < chunks; ++c) {
+      // B: 32 E2M1 values (16 bytes) of K 32·kg .. 32·kg + 31 of the chunk.
+      Value offset = k.minS(k.add(k.idx(c * 64), laneK),
+                            k.idx(rowBytes() - 16));
+      Value bytes = vector::LoadOp::create(
+          b, loc, VectorType::get({16}, b.getI8Type()), kvLds,
+          ValueRange{stage, tileRow, offset});
+      Value bFrag = vector::BitCastOp::create(
+          b, loc, VectorType::get({32}, fp4), bytes);
+      Value block =
+          k.minS(k.add(k.idx(c * 4), kg), k.idx(blocks - 1));
+      Value scale = k.load(scales, {kvRow, block});
+      acc = amdgpu::ScaledMFMAOp::create(
+          b, loc, accType, i32Attr(16), i32Attr(16), i32Attr(128), aFrags[c],
+          bFrag, acc, one, scale, i32Attr(0), i32Attr(0));
+    }
+    for (int64_t r = 0; r < 4; ++r) {
+      Value v = vector::ExtractOp::create(b, loc, acc, ArrayRef<int64_t>{r});
+      memref::StoreOp::create(
+          b, loc, v, sLds,
+          ValueRange{wave, k.add(k.mul(kg, k.idx(4)), k.idx(r)), tileRow});
+    }
+  }
+}
+
+/// mxfp4 PV: V's block scales run along the 512 columns, not along the tile
+/// rows PV sums over, so they cannot go in the MFMA's scale slot. Each half
+/// of the tile (32 rows) is decoded by the workgroup into bf16 in LDS —
+/// exact: E2M1 · 2^(e - 127) fits bf16 — and multiplied with P (bf16) by
+/// bf16 MFMAs. Cost per 64-row tile: 64 decoded values per thread, two
+/// extra barriers, 32 KiB of LDS.
+Value PartialKernel::emitDecodedPV(OpBuilder &b, KernelBuilder &k, Value pLds,
+                                   Value kvLds, Value scales, Value vLds,
+                                   Value wave, Value tid, Value stage,
+                                   Value tileRow0, Value lastRow, Value acc,
+                                   ArrayAttr pvMaps, ArrayAttr iters) {
+  Location loc = op.getLoc();
+  Type f32 = b.getF32Type(), i32 = b.getI32Type(), bf16 = b.getBF16Type();
+  int64_t perThread = kVHalfRows * vDim / kThreads;
+  int64_t threadsPerRow = vDim / perThread;
+  Value vRow = k.div(tid, k.idx(threadsPerRow));
+  Value vCol = k.mul(k.rem(tid, k.idx(threadsPerRow)), k.idx(perThread));
+  auto i32x16 = VectorType::get({16}, i32);
+  auto f32x16 = VectorType::get({16}, f32);
+  auto splatI = [&](int64_t v) {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(i32x16, b.getI32IntegerAttr(v)));
+  };
+  // An E2M1 code (0..15) as f32: 2·|v| = m for e = 0, (2 + m) << (e - 1)
+  // otherwise; bit 3 is the sign.
+  auto decode = [&](Value code) -> Value {
+    Value mag = arith::AndIOp::create(b, loc, code, splatI(7));
+    Value e = arith::ShRUIOp::create(b, loc, mag, splatI(1));
+    Value m = arith::AndIOp::create(b, loc, mag, splatI(1));
+    Value isSub = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, e,
+                                        splatI(0));
+    Value shift = arith::SubIOp::create(
+        b, loc, arith::MaxUIOp::create(b, loc, e, splatI(1)), splatI(1));
+    Value normal = arith::ShLIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, m, splatI(2)), shift);
+    Value twice = arith::SelectOp::create(b, loc, isSub, m, normal);
+    Value value = arith::MulFOp::create(
+        b, loc, arith::UIToFPOp::create(b, loc, f32x16, twice),
+        arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(f32x16, b.getF32FloatAttr(0.5))));
+    Value negative = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne,
+        arith::AndIOp::create(b, loc, code, splatI(8)), splatI(0));
+    return arith::SelectOp::create(b, loc, negative,
+                                   arith::NegFOp::create(b, loc, value), value);
+  };
+  SmallVector<int64_t> interleave;
+  for (int64_t j = 0; j < 16; ++j)
+    interleave.append({j, 16 + j});
+  Value c0 = k.idx(0);
+  auto pHalfType = VectorType::get({kHeadsPerGroup, kVHalfRows}, bf16);
+  auto vHalfType = VectorType::get({kVHalfRows, vDim}, bf16);
+  Value padBf16 = arith::ConstantOp::create(b, loc, b.getFloatAttr(bf16, 0.0));
+  for (int64_t half = 0; half < kTileRows / kVHalfRows; ++half) {
+    if (half > 0) // the previous half's MFMAs are done with the buffer
+      gpu::BarrierOp::create(b, loc);
+    Value tileRow = k.add(k.idx(half * kVHalfRows), vRow);
+    Value kvRow = k.minS(k.add(tileRow0, tileRow), lastRow);
+    for (int64_t blk = 0; blk < perThread / 32; ++blk) {
+      Value col = k.add(vCol, k.idx(blk * 32));
+      Value bytes = vector::LoadOp::create(
+          b, loc, VectorType::get({16}, b.getI8Type()), kvLds,
+          ValueRange{stage, tileRow, k.div(col, k.idx(2))});
+      Value codes = arith::ExtUIOp::create(b, loc, i32x16, bytes);
+      Value even = decode(arith::AndIOp::create(b, loc, codes, splatI(15)));
+      Value odd = decode(arith::ShRUIOp::create(b, loc, codes, splatI(4)));
+      Value values = vector::ShuffleOp::create(b, loc, even, odd, interleave);
+      // 2^(s - 127) from the E8M0 bits s (s = 0 gives 0, 255 gives inf).
+      Value sBits = arith::ExtUIOp::create(
+          b, loc, i32,
+          arith::BitcastOp::create(
+              b, loc, b.getI8Type(),
+              k.load(scales, {kvRow, k.div(col, k.idx(32))})));
+      Value scale = arith::BitcastOp::create(
+          b, loc, f32,
+          arith::ShLIOp::create(
+              b, loc, sBits,
+              arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(23))));
+      auto f32x32 = VectorType::get({32}, f32);
+      Value scaled = arith::MulFOp::create(
+          b, loc, values, vector::BroadcastOp::create(b, loc, f32x32, scale));
+      vector::StoreOp::create(
+          b, loc,
+          arith::TruncFOp::create(b, loc, VectorType::get({32}, bf16), scaled),
+          vLds, ValueRange{vRow, col});
+    }
+    gpu::BarrierOp::create(b, loc);
+    Value pTile = vector::TransferReadOp::create(
+        b, loc, pHalfType, pLds,
+        ValueRange{wave, c0, c0, k.idx(half * kVHalfRows)}, padBf16,
+        ArrayRef<bool>{true, true});
+    Value vTile = vector::TransferReadOp::create(
+        b, loc, vHalfType, vLds, ValueRange{c0, c0}, padBf16,
+        ArrayRef<bool>{true, true});
+    acc = vector::ContractionOp::create(b, loc, pTile, vTile, acc, pvMaps,
+                                        iters);
+  }
+  return acc;
 }
 
 /// Builds the combine kernel: one workgroup per sequence, 256 threads over

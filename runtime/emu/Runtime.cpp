@@ -46,6 +46,8 @@ struct WaveSlot {
   uint64_t generation = 0;
   Fp8Operand a, b;
   Accumulator c, d;
+  std::array<uint8_t, kWaveLanes> scaleA, scaleB; // scaled MFMAs
+  MatrixFormat formatA = MatrixFormat::FP8, formatB = MatrixFormat::FP8;
   std::array<float, kWaveLanes> values, results;
   std::array<int32_t, kWaveLanes> offsets;
   std::array<int64_t, kWaveLanes> src, dst;
@@ -200,6 +202,28 @@ static void mla_emu_mfma_16x16x32_bf16(int64_t ctx, int64_t a, int64_t b,
   std::memcpy(reinterpret_cast<void *>(d), slot.d[l].data(), 16);
 }
 
+static void mla_emu_scaled_mfma_16x16x128(int64_t ctx, int64_t formatA,
+                                          int64_t formatB, int64_t a,
+                                          int64_t b, int8_t scaleA,
+                                          int8_t scaleB, int64_t c,
+                                          int64_t d) {
+  Lane &lane = laneOf(ctx);
+  int l = lane.id % kWaveLanes;
+  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
+  std::memcpy(slot.a[l].data(), reinterpret_cast<const void *>(a), 32);
+  std::memcpy(slot.b[l].data(), reinterpret_cast<const void *>(b), 32);
+  std::memcpy(slot.c[l].data(), reinterpret_cast<const void *>(c), 16);
+  slot.scaleA[l] = static_cast<uint8_t>(scaleA);
+  slot.scaleB[l] = static_cast<uint8_t>(scaleB);
+  slot.formatA = static_cast<MatrixFormat>(formatA);
+  slot.formatB = static_cast<MatrixFormat>(formatB);
+  rendezvous(lane, WaveOp::Mfma, [](WaveSlot &s) {
+    s.d = scaledMfma16x16x128(s.formatA, s.formatB, s.a, s.b, s.scaleA,
+                              s.scaleB, s.c);
+  });
+  std::memcpy(reinterpret_cast<void *>(d), slot.d[l].data(), 16);
+}
+
 static int8_t mla_emu_cvt_f32_to_fp8(float x) {
   return static_cast<int8_t>(encodeE4M3(x));
 }
@@ -221,6 +245,8 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
        reinterpret_cast<void *>(&mla_emu_mfma_16x16x128_fp8)},
       {"mla_emu_mfma_16x16x32_bf16",
        reinterpret_cast<void *>(&mla_emu_mfma_16x16x32_bf16)},
+      {"mla_emu_scaled_mfma_16x16x128",
+       reinterpret_cast<void *>(&mla_emu_scaled_mfma_16x16x128)},
       {"mla_emu_cvt_f32_to_fp8",
        reinterpret_cast<void *>(&mla_emu_cvt_f32_to_fp8)},
       {"mla_emu_cvt_fp8_to_f32",

@@ -6,16 +6,6 @@
 // TILE: error: 'mla.partial_decode' op kv_tile = 32 must be a multiple of 64 whose tile bytes split into 16-byte loads of 256 lanes
 // STAGES: error: 'mla.partial_decode' op the partial kernel needs pipeline_stages >= 2
 
-func.func @mxfp4(%q: tensor<?x16x576xbf16>, %kv: tensor<?x288xi8>, %s: tensor<?x18xf8E8M0FNU>,
-                 %qo: tensor<?xi32>, %kvp: tensor<?xi32>) -> tensor<?x16x512xbf16> {
-  // expected-error @+1 {{gfx950 kernels support bf16 and fp8 KV caches so far; got mxfp4}}
-  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x288xi8>)
-         scale(%s : tensor<?x18xf8E8M0FNU>) indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
-         {kv_format = #mla.kv_format<mxfp4>} -> tensor<?x16x512xbf16>
-  return %o : tensor<?x16x512xbf16>
-}
-
-// -----
 
 // Dqk = 96 is no multiple of 64.
 func.func @dqk96(%q: tensor<?x16x96xbf16>, %kv: tensor<?x96xf8E4M3FN>, %s: tensor<1xf32>,

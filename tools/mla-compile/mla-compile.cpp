@@ -96,9 +96,9 @@ int main(int argc, char **argv) {
   }
   if ((forms.emu || forms.gfx950) && artifact->kernels.empty())
     llvm::WithColor::warning(llvm::errs(), "mla-compile")
-        << "the " << artifact->chip << " kernels do not support "
-        << formatName(sig->format)
-        << " KV caches yet: the artifact holds the reference form only\n";
+        << "target '" << artifact->chip
+        << "' has no gfx950 kernels: the artifact holds the reference form "
+           "only\n";
   if (llvm::Error err = writeArtifactFile(*artifact, outputPath)) {
     std::string message;
     takeStatus(std::move(err), message);

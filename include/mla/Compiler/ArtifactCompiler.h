@@ -28,8 +28,8 @@ struct ArtifactForms {
 };
 
 /// Compiles `sig` into an artifact. The gfx950 and emu forms are built when
-/// asked for and the kernels support the cache format (fp8 today); the
-/// reference form always. `sig.pipeline`, `kvTile` and `splits` select the
+/// asked for and the target is gfx950 (every cache format); the reference
+/// form always. `sig.pipeline`, `kvTile` and `splits` select the
 /// reference form's pipeline; `splits` also fixes the planner's split count.
 llvm::Expected<Artifact> compileArtifact(const KernelSignature &sig,
                                          ArtifactForms forms = {});
@@ -48,9 +48,6 @@ llvm::Expected<CodeObject> compileCodeObject(mlir::ModuleOp module);
 /// The configuration an mla.decode computes: cache format, heads, widths,
 /// softmax scale. An error when the head count or width is dynamic.
 llvm::Expected<KernelSignature> signatureOf(DecodeOp op);
-
-/// Whether the gfx950 kernels support `format`.
-bool gfx950KernelsSupport(CacheFormat format);
 
 } // namespace mla
 
