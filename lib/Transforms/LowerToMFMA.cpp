@@ -18,7 +18,9 @@
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Transforms/Passes.h"
 
+#include "mlir/Conversion/ArithToAMDGPU/ArithToAMDGPU.h"
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/AMDGPU/Utils/Chipset.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -120,17 +122,27 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
   matchAndRewrite(vector::ContractionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto lhsRead = op.getLhs().getDefiningOp<vector::TransferReadOp>();
-    auto rhsRead = op.getRhs().getDefiningOp<vector::TransferReadOp>();
+    // An operand is a tile read from memory, or such a read widened with
+    // arith.extf (fp8 -> bf16): fragments are loaded and widened per lane.
+    auto readOf = [](Value v, arith::ExtFOp &ext) {
+      ext = v.getDefiningOp<arith::ExtFOp>();
+      return (ext ? ext.getIn() : v).getDefiningOp<vector::TransferReadOp>();
+    };
+    arith::ExtFOp lhsExt, rhsExt;
+    auto lhsRead = readOf(op.getLhs(), lhsExt);
+    auto rhsRead = readOf(op.getRhs(), rhsExt);
     if (!lhsRead || !rhsRead || !isWaveTile(op.getResultType()))
       return rewriter.notifyMatchFailure(
           op, "expects fp8 or bf16 tiles read from memory into a wave tile");
     Type fp8 = rewriter.getType<Float8E4M3FNType>();
-    Type elem = op.getLhsType().getElementType();
-    if ((elem != fp8 && !elem.isBF16()) ||
-        op.getRhsType().getElementType() != elem)
+    Type lhsElem = op.getLhsType().getElementType();
+    Type rhsElem = op.getRhsType().getElementType();
+    auto supported = [&](Type t) { return t == fp8 || t.isBF16(); };
+    if (!supported(lhsElem) || !supported(rhsElem))
       return rewriter.notifyMatchFailure(op,
                                          "expects f8E4M3FN or bf16 operands");
+    // A bf16 x fp8 contraction runs as bf16 MFMAs, the fp8 side widened.
+    Type elem = lhsElem == rhsElem ? lhsElem : rewriter.getBF16Type();
     // fp8: 16x16x128, 32 K per lane in two runs of 16 (K 16·kg + j and
     // 64 + 16·kg + j); bf16: 16x16x32, one run of 8 (K 8·kg + j).
     bool isBF16 = elem.isBF16();
@@ -161,12 +173,25 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
     Value c16 = cst(rewriter, loc, 16);
     Value laneK = arith::MulIOp::create(rewriter, loc, lane.kg,
                                         isBF16 ? cst(rewriter, loc, runK) : c16);
-    auto frag16 = VectorType::get({runK}, elem);
     auto frag32 = VectorType::get({isBF16 ? runK : 32}, elem);
     Value zero32 = arith::ConstantOp::create(
         rewriter, loc,
         DenseElementsAttr::get(frag32, rewriter.getFloatAttr(elem, 0.0)));
 
+    // Widens a fragment loaded from a narrower tile (exact: fp8 fits bf16).
+    auto widen = [&](Value fragment, arith::ExtFOp) -> Value {
+      auto vt = cast<VectorType>(fragment.getType());
+      if (vt.getElementType() == elem)
+        return fragment;
+      Value f32s = arith::ExtFOp::create(
+          rewriter, loc, VectorType::get(vt.getShape(), rewriter.getF32Type()),
+          fragment);
+      return arith::TruncFOp::create(
+          rewriter, loc, VectorType::get(vt.getShape(), elem), f32s);
+    };
+    auto memType = [&](vector::TransferReadOp read, int64_t n) {
+      return VectorType::get({n}, read.getVectorType().getElementType());
+    };
     // A: row i, K run 16·kg.. of the chunk half at `half`.
     Value rowA = lane.i;
     if (corruptLayout)
@@ -175,8 +200,10 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
       SmallVector<Value> idx = elementIndices(
           rewriter, loc, lhsRead.getIndices(), lhsRead.getPermutationMap(),
           rowA, addi(rewriter, loc, laneK, cst(rewriter, loc, kBase)));
-      return vector::LoadOp::create(rewriter, loc, frag16, lhsRead.getBase(),
-                                    idx);
+      return widen(vector::LoadOp::create(rewriter, loc,
+                                          memType(lhsRead, runK),
+                                          lhsRead.getBase(), idx),
+                   lhsExt);
     };
     // B: column 16·nb + i, the same K run.
     auto loadB = [&](int64_t nb, int64_t kBase) -> Value {
@@ -186,8 +213,10 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
         SmallVector<Value> idx =
             elementIndices(rewriter, loc, rhsRead.getIndices(),
                            rhsRead.getPermutationMap(), col, kStart);
-        return vector::LoadOp::create(rewriter, loc, frag16,
-                                      rhsRead.getBase(), idx);
+        return widen(vector::LoadOp::create(rewriter, loc,
+                                            memType(rhsRead, runK),
+                                            rhsRead.getBase(), idx),
+                     rhsExt);
       }
       // (k, n): the K run is a column of the tile, one element per row.
       SmallVector<Value> bytes;
@@ -198,7 +227,9 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
         bytes.push_back(
             memref::LoadOp::create(rewriter, loc, rhsRead.getBase(), idx));
       }
-      return vector::FromElementsOp::create(rewriter, loc, frag16, bytes);
+      return widen(vector::FromElementsOp::create(
+                       rewriter, loc, memType(rhsRead, runK), bytes),
+                   rhsExt);
     };
     // Elements 0..15 hold K 16·kg + j of the chunk, 16..31 hold 64 + 16·kg +
     // j; past K the fragment stays zero on both sides.
@@ -239,6 +270,9 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
           ArrayRef<int64_t>{1});
     }
     rewriter.replaceOp(op, acc);
+    for (arith::ExtFOp ext : {lhsExt, rhsExt})
+      if (ext && ext->use_empty())
+        rewriter.eraseOp(ext);
     for (vector::TransferReadOp read : {lhsRead, rhsRead})
       if (read->use_empty() || read->hasOneUse())
         rewriter.eraseOp(read);
@@ -449,9 +483,21 @@ struct MLALowerToMFMAPass
       return signalPassFailure();
 
     // Fragments are assembled with strided slices; the ROCDL conversion
-    // only lowers shuffles.
+    // only lowers shuffles. fp8 conversions (the fragments' widening among
+    // them) become the chip's packed instructions, whose slices go too.
     RewritePatternSet slicePatterns(ctx);
     vector::populateVectorInsertExtractStridedSliceTransforms(slicePatterns);
+    if (!chipset.empty()) {
+      FailureOr<amdgpu::Chipset> chip = amdgpu::Chipset::parse(chipset);
+      if (failed(chip)) {
+        getOperation()->emitError("unknown chipset '") << chipset << "'";
+        return signalPassFailure();
+      }
+      arith::populateArithToAMDGPUConversionPatterns(
+          slicePatterns, /*convertFP8Arithmetic=*/true,
+          /*saturateFP8Truncf=*/false, /*allowPackedF16Rtz=*/false,
+          /*supportsScaledExtTrunc=*/*chip == amdgpu::Chipset(9, 5, 0), *chip);
+    }
     if (failed(applyPatternsGreedily(getOperation(), std::move(slicePatterns))))
       signalPassFailure();
   }

@@ -91,12 +91,12 @@ void mla::buildDecodeToGFX950Pipeline(
   if (stopAt == GFX950Level::Kernels)
     return;
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
-  // fp8 truncations become the packed gfx950 conversions first, so that the
-  // MFMA pass also turns their strided slices into shuffles.
-  ArithToAMDGPUConversionPassOptions arithOptions;
-  arithOptions.chipset = "gfx950";
-  device.addPass(createArithToAMDGPUConversionPass(arithOptions));
-  device.addPass(createMLALowerToMFMAPass());
+  // The MFMA pass also lowers the fp8 conversions to the packed gfx950
+  // instructions (after the fragments exist, so it sees the tile-level
+  // widening of an fp8 operand).
+  MLALowerToMFMAPassOptions mfma;
+  mfma.chipset = "gfx950";
+  device.addPass(createMLALowerToMFMAPass(mfma));
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
   if (stopAt == GFX950Level::MFMA)

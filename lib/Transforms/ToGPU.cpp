@@ -148,7 +148,8 @@ public:
 
   /// LDS bytes of the kernel's workgroup buffers.
   int64_t ldsBytes() const {
-    return kWaves * kHeadsPerGroup * qRowElems() * qElemBytes() + // Q
+    return (hasQLds() ? kWaves * kHeadsPerGroup * qRowElems() * qElemBytes()
+                      : 0) +                             // Q
            kStages * tileBytes() +                       // KV tiles
            kWaves * kHeadsPerGroup * kTileRows * 4 +     // scores, f32
            kWaves * 2 * kHeadsPerGroup * kTileRows +     // P: fp8 hi/lo, bf16
@@ -196,6 +197,9 @@ private:
   /// Q's LDS row: fp8 MFMAs take K in chunks of 128 (zero-padded), bf16
   /// ones in chunks of 32.
   int64_t qRowElems() const { return isBF16() ? qkDim : paddedQK; }
+  /// Q goes through LDS for bf16 (as is) and mxfp4 (quantized to fp8); the
+  /// fp8 kernel reads bf16 Q from global memory.
+  bool hasQLds() const { return isBF16() || isMXFP4(); }
   /// The cache's element type in memory (mxfp4: packed bytes).
   Type kvMemType(Builder &b) const {
     return isMXFP4() ? Type(b.getI8Type()) : elemType(b);
@@ -204,15 +208,18 @@ private:
   /// decoded V half tile for mxfp4).
   SmallVector<Type> ldsTypes(Builder &b) const {
     Type f32 = b.getF32Type();
-    SmallVector<Type> types = {
-        ldsType({kWaves, kHeadsPerGroup, qRowElems()}, elemType(b)),
+    SmallVector<Type> types;
+    if (hasQLds())
+      types.push_back(
+          ldsType({kWaves, kHeadsPerGroup, qRowElems()}, elemType(b)));
+    types.append({
         ldsType({kStages, kTileRows, rowBytes() / qElemBytesInTile()},
                 kvMemType(b)),
         ldsType({kWaves, kHeadsPerGroup, kTileRows}, f32),
         pvType(b).isBF16()
             ? ldsType({kWaves, 1, kHeadsPerGroup, kTileRows}, pvType(b))
             : ldsType({kWaves, 2, kHeadsPerGroup, kTileRows}, pvType(b)),
-        ldsType({kWaves, kHeadsPerGroup}, f32)};
+        ldsType({kWaves, kHeadsPerGroup}, f32)});
     if (isMXFP4())
       types.push_back(ldsType({kVHalfRows, vDim}, b.getBF16Type()));
     return types;
@@ -329,12 +336,12 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
         items = arg("work_items"), partialOut = arg("partial_out"),
         partialLse = arg("partial_lse"), itemIndptr = arg("item_indptr"),
         outMem = arg("out"), lseMem = arg("lse");
-  Value qLds = func.getWorkgroupAttributions()[0];
-  Value kvLds = func.getWorkgroupAttributions()[1];
-  Value sLds = func.getWorkgroupAttributions()[2];
-  Value pLds = func.getWorkgroupAttributions()[3];
-  Value rowLds = func.getWorkgroupAttributions()[4];
-  Value vLds = mx ? Value(func.getWorkgroupAttributions()[5]) : Value();
+  auto lds = func.getWorkgroupAttributions();
+  unsigned next = 0;
+  Value qLds = hasQLds() ? Value(lds[next++]) : Value();
+  Value kvLds = lds[next++], sLds = lds[next++], pLds = lds[next++],
+        rowLds = lds[next++];
+  Value vLds = mx ? Value(lds[next++]) : Value();
 
   Value c0 = k.idx(0), c1 = k.idx(1);
   Value item = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
@@ -393,11 +400,15 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
     return arith::ExtFOp::create(b, loc, VectorType::get({8}, f32), raw)
         .getResult();
   };
-  // log2(e) · sm_scale (· q_scale · kv_scale for fp8) turns the raw MFMA
-  // products into exp2-domain scores.
+  // log2(e) · sm_scale (· kv_scale for fp8, · q_scale for mxfp4) turns the
+  // raw MFMA products into exp2-domain scores.
   Value scoreScale = k.f32(op.getEffectiveSmScale() * 1.4426950408889634);
   Value kvScale;
-  if (bf16) {
+  if (!bf16 && !mx) {
+    // fp8: QK runs in bf16 on Q as it is, read from global memory.
+    kvScale = k.load(kvScaleMem, {c0});
+    scoreScale = k.fmul(kvScale, scoreScale);
+  } else if (bf16) {
     // bf16 Q goes to LDS as it is.
     scf::ForOp::create(
         b, loc, c0, k.idx(quarterCols), k.idx(8), ValueRange{},
@@ -454,13 +465,8 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
         vector::StoreOp::create(b, loc, zeros, qLds, ValueRange{wave, row, c});
       }
     }
-    if (mx) {
-      // The K block scales go into the MFMAs.
-      scoreScale = k.fmul(qScale, scoreScale);
-    } else {
-      kvScale = k.load(kvScaleMem, {c0});
-      scoreScale = k.fmul(k.fmul(qScale, kvScale), scoreScale);
-    }
+    // The K block scales go into the MFMAs.
+    scoreScale = k.fmul(qScale, scoreScale);
   }
 
   // KV tile DMA: kv_tile rows, 16 bytes per lane per gather, the tile's
@@ -578,14 +584,30 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
           emitScaledQK(b, k, qLds, kvLds, kvScaleMem, sLds, wave, lane, stage,
                        k.add(kvBegin, tileStart), lastRow);
         } else {
-          auto qTileType = VectorType::get({kHeadsPerGroup, qkDim}, elem);
+          // fp8 caches: bf16 Q from global memory against the K tile widened
+          // to bf16 (exact; the MFMA pass widens it fragment by fragment),
+          // so the scores keep Q's precision.
+          Type bf16Type = b.getBF16Type();
+          auto qTileType = VectorType::get({kHeadsPerGroup, qkDim}, bf16Type);
           auto kTileType = VectorType::get({kTileRows, qkDim}, elem);
-          Value qTile = vector::TransferReadOp::create(
-              b, loc, qTileType, qLds, ValueRange{wave, c0, c0}, padElem,
-              ArrayRef<bool>{true, true});
+          Value qTile =
+              bf16 ? vector::TransferReadOp::create(
+                         b, loc, qTileType, qLds, ValueRange{wave, c0, c0},
+                         padElem, ArrayRef<bool>{true, true})
+                   : vector::TransferReadOp::create(
+                         b, loc, qTileType, q,
+                         ValueRange{tokenRow,
+                                    k.mul(headGroup, k.idx(kHeadsPerGroup)),
+                                    c0},
+                         arith::ConstantOp::create(
+                             b, loc, b.getFloatAttr(bf16Type, 0.0)),
+                         ArrayRef<bool>{true, true});
           Value kTile = vector::TransferReadOp::create(
               b, loc, kTileType, kvLds, ValueRange{stage, c0, c0}, padElem,
               ArrayRef<bool>{true, true});
+          if (!bf16)
+            kTile = arith::ExtFOp::create(
+                b, loc, VectorType::get({kTileRows, qkDim}, bf16Type), kTile);
           auto sType = VectorType::get({kHeadsPerGroup, kTileRows}, f32);
           Value sZero = arith::ConstantOp::create(
               b, loc, DenseElementsAttr::get(sType, b.getF32FloatAttr(0.0)));

@@ -264,17 +264,20 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
 }
 
 def MLALowerToMFMAPass : Pass<"mla-lower-to-mfma"> {
-  let summary = "The FP8 MFMA pass: wave tiles to lanes, tile contractions to amdgpu.mfma (L3 -> L4)";
+  let summary = "The MFMA pass: wave tiles to lanes, tile contractions to amdgpu.mfma (L3 -> L4)";
   let description = [{
     Distributes every wave tile (a 2-D f32 vector of 16 rows) over the 64
     lanes in the C/D layout of the 16x16 MFMAs: lane `16·kg + i` holds rows
     `4·kg + r` of column `16·nb + i` as element `4·nb + r`
-    (docs/mfma-layouts.md). Each `vector.contract` of two f8E4M3FN tiles read
-    from memory becomes one `amdgpu.mfma 16x16x128` per 16-column block and
-    128-wide K chunk, its A and B fragments loaded lane by lane in the
-    instruction's layout (16 contiguous bytes where the K run is contiguous in
-    memory, one byte per row otherwise); a K remainder of 64 fills the upper
-    half of both fragments with zeros. Tile reads (including row
+    (docs/mfma-layouts.md). Each `vector.contract` of two f8E4M3FN (bf16)
+    tiles read from memory becomes one `amdgpu.mfma 16x16x128` (16x16x32)
+    per 16-column block and K chunk, its A and B fragments loaded lane by
+    lane in the instruction's layout (contiguous where the K run is
+    contiguous in memory, one element per row otherwise); an fp8 K remainder
+    of 64 fills the upper half of both fragments with zeros. An operand that
+    is an fp8 tile read widened to bf16 by `arith.extf` is loaded as fp8 and
+    widened per fragment. With `chipset` set, fp8 conversions then become
+    the chip's packed instructions (as `convert-arith-to-amdgpu`). Tile reads (including row
     broadcasts), writes, constants and elementwise arith follow the layout;
     loop-carried tiles become per-lane vectors. f32 `math.exp2/log2/exp/log`
     become `llvm.amdgcn.exp2` / `llvm.amdgcn.log` (v_exp_f32 / v_log_f32),
@@ -302,7 +305,11 @@ def MLALowerToMFMAPass : Pass<"mla-lower-to-mfma"> {
     Option<"testCorruptLayout", "test-corrupt-layout", "bool",
            /*default=*/"false",
            "Testing only: load the A fragment of lane i from row i^1, a "
-           "layout bug the emu numerics tests must catch">
+           "layout bug the emu numerics tests must catch">,
+    Option<"chipset", "chipset", "std::string", /*default=*/"\"\"",
+           "When set (gfx950), also lower fp8 conversions to the chip's "
+           "packed instructions (as convert-arith-to-amdgpu), after the "
+           "fragments exist; the emu leaves them to its own model">
   ];
   let dependentDialects = [
     "mlir::amdgpu::AMDGPUDialect", "mlir::arith::ArithDialect",
