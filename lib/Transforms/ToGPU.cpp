@@ -161,9 +161,18 @@ public:
 
 private:
   void emitBody(OpBuilder &b, gpu::GPUFuncOp func);
-  void emitScaledQK(OpBuilder &b, KernelBuilder &k, Value qLds, Value kvLds,
-                    Value scales, Value sLds, Value wave, Value lane,
-                    Value stage, Value tileRow0, Value lastRow);
+  /// mxfp4: the wave's Q as scaled-MFMA A fragments, two fp8 parts.
+  struct ScaledQFragments {
+    SmallVector<Value> hi, lo; // one vector<32xf8E4M3FN> per 128-wide K chunk
+    Value scaleHi, scaleLo;    // E8M0 2^e and 2^(e-4) of the lane's head
+  };
+  ScaledQFragments buildScaledQFragments(OpBuilder &b, KernelBuilder &k,
+                                         Value q, Value tokenRow,
+                                         Value headGroup, Value lane);
+  void emitScaledQK(OpBuilder &b, KernelBuilder &k,
+                    const ScaledQFragments &qFrags, Value kvLds, Value scales,
+                    Value sLds, Value wave, Value lane, Value stage,
+                    Value tileRow0, Value lastRow);
   Value emitDecodedPV(OpBuilder &b, KernelBuilder &k, Value pLds, Value kvLds,
                       Value scales, Value vLds, Value wave, Value tid,
                       Value stage, Value tileRow0, Value lastRow, Value acc,
@@ -197,9 +206,9 @@ private:
   /// Q's LDS row: fp8 MFMAs take K in chunks of 128 (zero-padded), bf16
   /// ones in chunks of 32.
   int64_t qRowElems() const { return isBF16() ? qkDim : paddedQK; }
-  /// Q goes through LDS for bf16 (as is) and mxfp4 (quantized to fp8); the
-  /// fp8 kernel reads bf16 Q from global memory.
-  bool hasQLds() const { return isBF16() || isMXFP4(); }
+  /// Q goes through LDS for bf16; the fp8 kernel reads bf16 Q from global
+  /// memory, the mxfp4 kernel keeps it in registers as MFMA fragments.
+  bool hasQLds() const { return isBF16(); }
   /// The cache's element type in memory (mxfp4: packed bytes).
   Type kvMemType(Builder &b) const {
     return isMXFP4() ? Type(b.getI8Type()) : elemType(b);
@@ -388,20 +397,10 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   Value quarter = k.rem(lane, k.idx(4));
   Value head = k.add(k.mul(headGroup, k.idx(kHeadsPerGroup)), row);
 
-  // Q into LDS: for fp8, quantized with a per-(token, head) scale (amax
-  // over the row), zero-padded to a multiple of 128 columns.
   int64_t quarterCols = qkDim / 4;
   Value colBase = k.mul(quarter, k.idx(quarterCols));
-  auto qChunk = [&](Value j) {
-    Value col = k.add(colBase, j);
-    auto vecType = VectorType::get({8}, b.getBF16Type());
-    Value raw = vector::LoadOp::create(b, loc, vecType, q,
-                                       ValueRange{tokenRow, head, col});
-    return arith::ExtFOp::create(b, loc, VectorType::get({8}, f32), raw)
-        .getResult();
-  };
-  // log2(e) · sm_scale (· kv_scale for fp8, · q_scale for mxfp4) turns the
-  // raw MFMA products into exp2-domain scores.
+  // log2(e) · sm_scale (· kv_scale for fp8) turns the raw MFMA products into
+  // exp2-domain scores (mxfp4: Q's and K's scales are in the MFMAs).
   Value scoreScale = k.f32(op.getEffectiveSmScale() * 1.4426950408889634);
   Value kvScale;
   if (!bf16 && !mx) {
@@ -422,52 +421,13 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
                                   ValueRange{wave, row, k.add(colBase, j)});
           scf::YieldOp::create(b, loc);
         });
-  } else {
-    auto amaxLoop = scf::ForOp::create(
-        b, loc, c0, k.idx(quarterCols), k.idx(8), ValueRange{k.f32(0.0)},
-        [&](OpBuilder &lb, Location, Value j, ValueRange carried) {
-          OpBuilder::InsertionGuard g(b);
-          b.setInsertionPointToStart(lb.getInsertionBlock());
-          Value v = math::AbsFOp::create(b, loc, qChunk(j));
-          Value m = vector::ReductionOp::create(
-              b, loc, vector::CombiningKind::MAXIMUMF, v);
-          scf::YieldOp::create(b, loc, ValueRange{k.fmax(carried[0], m)});
-        });
-    Value amax = k.laneReduce(amaxLoop.getResult(0), {1, 2}, /*isMax=*/true);
-    Value amaxPos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                          amax, k.f32(0.0));
-    Value qScale = arith::SelectOp::create(
-        b, loc, amaxPos, arith::DivFOp::create(b, loc, amax, k.f32(kFp8Max)),
-        k.f32(1.0));
-    Value qInvScale = arith::DivFOp::create(b, loc, k.f32(1.0), qScale);
-    scf::ForOp::create(
-        b, loc, c0, k.idx(quarterCols), k.idx(8), ValueRange{},
-        [&](OpBuilder &lb, Location, Value j, ValueRange) {
-          OpBuilder::InsertionGuard g(b);
-          b.setInsertionPointToStart(lb.getInsertionBlock());
-          auto vt = VectorType::get({8}, f32);
-          Value scaled = arith::MulFOp::create(
-              b, loc, qChunk(j), vector::BroadcastOp::create(b, loc, vt, qInvScale));
-          Value q8 = arith::TruncFOp::create(b, loc, VectorType::get({8}, fp8),
-                                             scaled);
-          vector::StoreOp::create(b, loc, q8, qLds,
-                                  ValueRange{wave, row, k.add(colBase, j)});
-          scf::YieldOp::create(b, loc);
-        });
-    if (paddedQK > qkDim) {
-      // The padding columns multiply the tile's padding (zeros on both sides).
-      Value zeros = arith::ConstantOp::create(
-          b, loc,
-          DenseElementsAttr::get(VectorType::get({16}, fp8),
-                                 b.getFloatAttr(fp8, 0.0)));
-      for (int64_t col = qkDim; col < paddedQK; col += 64) {
-        Value c = k.add(k.idx(col), k.mul(quarter, k.idx(16)));
-        vector::StoreOp::create(b, loc, zeros, qLds, ValueRange{wave, row, c});
-      }
-    }
-    // The K block scales go into the MFMAs.
-    scoreScale = k.fmul(qScale, scoreScale);
   }
+  // mxfp4: Q as A fragments of the scaled MFMAs, in registers for the whole
+  // KV loop; Q's and K's scales both go into the instructions.
+  ScaledQFragments qFrags;
+  if (mx)
+    qFrags = buildScaledQFragments(b, k, q, tokenRow, headGroup, lane);
+
 
   // KV tile DMA: kv_tile rows, 16 bytes per lane per gather, the tile's
   // wave-sized pieces dealt round-robin to the waves (mxfp4: 18 pieces, so
@@ -581,8 +541,8 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
 
         // S = Q · Kᵀ on the wave's 16 heads x 64 tile rows.
         if (mx) {
-          emitScaledQK(b, k, qLds, kvLds, kvScaleMem, sLds, wave, lane, stage,
-                       k.add(kvBegin, tileStart), lastRow);
+          emitScaledQK(b, k, qFrags, kvLds, kvScaleMem, sLds, wave, lane,
+                       stage, k.add(kvBegin, tileStart), lastRow);
         } else {
           // fp8 caches: bf16 Q from global memory against the K tile widened
           // to bf16 (exact; the MFMA pass widens it fragment by fragment),
@@ -816,39 +776,121 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   gpu::ReturnOp::create(b, loc);
 }
 
-/// mxfp4 QK at the MFMA level — `vector.contract` has no block-scaled form:
-/// per 16 tile rows and 128-wide K chunk one `amdgpu.scaled_mfma
-/// 16x16x128` with A = the wave's fp8 Q (scale 1) and B = the packed E2M1 K
-/// bytes straight from the LDS tile, each lane feeding the E8M0 scale of
-/// its own 32-element block (docs/mfma-layouts.md §2). Past Dqk the A bytes
-/// are zero (Q's padding) and B reads a clamped, finite block. The scores go
-/// to LDS in the C/D layout: lane 16·kg + i holds S[4·kg + r][16·nb + i].
-void PartialKernel::emitScaledQK(OpBuilder &b, KernelBuilder &k, Value qLds,
-                                 Value kvLds, Value scales, Value sLds,
-                                 Value wave, Value lane, Value stage,
-                                 Value tileRow0, Value lastRow) {
+/// Lane 16·kg + i holds, per 128-wide K chunk, Q[head i][16·kg + e] (e <
+/// 16) and Q[head i][64 + 16·kg + e] of the chunk (zero past Dqk) — the A
+/// layout of the scaled MFMA — as fp8 in two parts: q·2^-e ≈ hi + lo/16,
+/// with 2^e a power of two per head (floor(log2 amax) - 7, so |q·2^-e| <
+/// 256) that the instruction's A scale puts back exactly.
+PartialKernel::ScaledQFragments
+PartialKernel::buildScaledQFragments(OpBuilder &b, KernelBuilder &k, Value q,
+                                     Value tokenRow, Value headGroup,
+                                     Value lane) {
   Location loc = op.getLoc();
-  Type fp8 = b.getType<Float8E4M3FNType>(), fp4 = b.getType<Float4E2M1FNType>();
-  Type e8m0 = b.getType<Float8E8M0FNUType>();
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  Type fp8 = b.getType<Float8E4M3FNType>(), e8m0 = b.getType<Float8E8M0FNUType>();
+  Value kg = k.div(lane, k.idx(16)), li = k.rem(lane, k.idx(16));
+  Value head = k.add(k.mul(headGroup, k.idx(kHeadsPerGroup)), li);
+  Value laneK = k.mul(kg, k.idx(16));
+  auto f32x16 = VectorType::get({16}, f32);
+  auto f8x16 = VectorType::get({16}, fp8);
+  int64_t chunks = paddedQK / 128;
+  // The lane's 16-element runs: (chunk, half) -> values (zero past Dqk).
+  SmallVector<Value> runs;
+  Value zeros = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(f32x16, b.getF32FloatAttr(0.0)));
+  Value amax = k.f32(0.0);
+  for (int64_t c = 0; c < chunks; ++c)
+    for (int64_t half = 0; half < 2; ++half) {
+      int64_t base = c * 128 + half * 64;
+      if (base >= qkDim) {
+        runs.push_back(zeros);
+        continue;
+      }
+      Value raw = vector::LoadOp::create(
+          b, loc, VectorType::get({16}, b.getBF16Type()), q,
+          ValueRange{tokenRow, head, k.add(k.idx(base), laneK)});
+      Value v = arith::ExtFOp::create(b, loc, f32x16, raw);
+      runs.push_back(v);
+      amax = k.fmax(amax, vector::ReductionOp::create(
+                              b, loc, vector::CombiningKind::MAXIMUMF,
+                              math::AbsFOp::create(b, loc, v)));
+    }
+  // The four lanes of head i (i, i + 16, i + 32, i + 48) cover its row.
+  amax = k.laneReduce(amax, {16, 32}, /*isMax=*/true);
+  // E8M0 byte of 2^e: the exponent field of amax minus 7, within [5, 254]
+  // (amax = 0 gives 2^-120: any scale works for zeros).
+  Value expBits = arith::ShRUIOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, i32, amax),
+      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(23)));
+  auto i32c = [&](int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v))
+        .getResult();
+  };
+  Value byte = arith::MinSIOp::create(
+      b, loc,
+      arith::MaxSIOp::create(b, loc,
+                             arith::SubIOp::create(b, loc, expBits, i32c(7)),
+                             i32c(5)),
+      i32c(254));
+  auto toE8M0 = [&](Value bits) {
+    return arith::BitcastOp::create(
+               b, loc, e8m0,
+               arith::TruncIOp::create(b, loc, b.getI8Type(), bits))
+        .getResult();
+  };
+  ScaledQFragments frags;
+  frags.scaleHi = toE8M0(byte);
+  frags.scaleLo = toE8M0(arith::SubIOp::create(b, loc, byte, i32c(4)));
+  // 2^-e as f32: exponent field 254 - byte.
+  Value inv = arith::BitcastOp::create(
+      b, loc, f32,
+      arith::ShLIOp::create(b, loc,
+                            arith::SubIOp::create(b, loc, i32c(254), byte),
+                            i32c(23)));
+  Value invVec = vector::BroadcastOp::create(b, loc, f32x16, inv);
+  Value sixteen = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(f32x16, b.getF32FloatAttr(16.0)));
+  SmallVector<int64_t> concat;
+  for (int64_t e = 0; e < 32; ++e)
+    concat.push_back(e);
+  for (int64_t c = 0; c < chunks; ++c) {
+    Value hiRuns[2], loRuns[2];
+    for (int64_t half = 0; half < 2; ++half) {
+      Value scaled = arith::MulFOp::create(b, loc, runs[2 * c + half], invVec);
+      hiRuns[half] = arith::TruncFOp::create(b, loc, f8x16, scaled);
+      Value residual = arith::MulFOp::create(
+          b, loc,
+          arith::SubFOp::create(
+              b, loc, scaled,
+              arith::ExtFOp::create(b, loc, f32x16, hiRuns[half])),
+          sixteen);
+      loRuns[half] = arith::TruncFOp::create(b, loc, f8x16, residual);
+    }
+    frags.hi.push_back(
+        vector::ShuffleOp::create(b, loc, hiRuns[0], hiRuns[1], concat));
+    frags.lo.push_back(
+        vector::ShuffleOp::create(b, loc, loRuns[0], loRuns[1], concat));
+  }
+  return frags;
+}
+
+/// mxfp4 QK at the MFMA level — `vector.contract` has no block-scaled form:
+/// per 16 tile rows and 128-wide K chunk two `amdgpu.scaled_mfma 16x16x128`
+/// (Q's hi and lo parts) with B = the packed E2M1 K bytes straight from the
+/// LDS tile, each lane feeding the E8M0 scale of its own 32-element K block
+/// (docs/mfma-layouts.md §2). Past Dqk the A bytes are zero and B reads a
+/// clamped, finite block. The scores go to LDS in the C/D layout: lane
+/// 16·kg + i holds S[4·kg + r][16·nb + i].
+void PartialKernel::emitScaledQK(OpBuilder &b, KernelBuilder &k,
+                                 const ScaledQFragments &qFrags, Value kvLds,
+                                 Value scales, Value sLds, Value wave,
+                                 Value lane, Value stage, Value tileRow0,
+                                 Value lastRow) {
+  Location loc = op.getLoc();
+  Type fp4 = b.getType<Float4E2M1FNType>();
   Value kg = k.div(lane, k.idx(16)), li = k.rem(lane, k.idx(16));
   Value laneK = k.mul(kg, k.idx(16));
-  Value one = arith::ConstantOp::create(b, loc, b.getFloatAttr(e8m0, 1.0));
-  auto f8x16 = VectorType::get({16}, fp8);
   int64_t chunks = paddedQK / 128, blocks = qkDim / 32;
-  SmallVector<int64_t> concat(32);
-  for (int64_t e = 0; e < 32; ++e)
-    concat[e] = e;
-  // A: row li of the wave's Q, K 16·kg + e and 64 + 16·kg + e of the chunk.
-  SmallVector<Value> aFrags;
-  for (int64_t c = 0; c < chunks; ++c) {
-    Value lo = vector::LoadOp::create(b, loc, f8x16, qLds,
-                                      ValueRange{wave, li,
-                                                 k.add(k.idx(c * 128), laneK)});
-    Value hi = vector::LoadOp::create(
-        b, loc, f8x16, qLds,
-        ValueRange{wave, li, k.add(k.idx(c * 128 + 64), laneK)});
-    aFrags.push_back(vector::ShuffleOp::create(b, loc, lo, hi, concat));
-  }
   auto accType = VectorType::get({4}, b.getF32Type());
   Value accZero = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0)));
@@ -869,9 +911,15 @@ void PartialKernel::emitScaledQK(OpBuilder &b, KernelBuilder &k, Value qLds,
       Value block =
           k.minS(k.add(k.idx(c * 4), kg), k.idx(blocks - 1));
       Value scale = k.load(scales, {kvRow, block});
+      // Q = hi + lo/16: two MFMAs, the second with A scale 2^(e-4).
       acc = amdgpu::ScaledMFMAOp::create(
-          b, loc, accType, i32Attr(16), i32Attr(16), i32Attr(128), aFrags[c],
-          bFrag, acc, one, scale, i32Attr(0), i32Attr(0));
+          b, loc, accType, i32Attr(16), i32Attr(16), i32Attr(128),
+          qFrags.hi[c], bFrag, acc, qFrags.scaleHi, scale, i32Attr(0),
+          i32Attr(0));
+      acc = amdgpu::ScaledMFMAOp::create(
+          b, loc, accType, i32Attr(16), i32Attr(16), i32Attr(128),
+          qFrags.lo[c], bFrag, acc, qFrags.scaleLo, scale, i32Attr(0),
+          i32Attr(0));
     }
     for (int64_t r = 0; r < 4; ++r) {
       Value v = vector::ExtractOp::create(b, loc, acc, ArrayRef<int64_t>{r});
