@@ -11,13 +11,15 @@
 // the waves, token-major, so a workgroup reads each KV tile once for up to
 // 64 rows (all heads of a token when H <= 64, all 4 tokens when H = 16).
 // Waves past the rows repeat the last group and write nothing, so control
-// flow stays uniform for the barriers; blocks past them return at once. KV tiles of 64 rows move global -> LDS by DMA
-// (amdgpu.gather_to_lds, 16 bytes per lane) into two stages, the next tile
-// in flight while the current one is used; each cache byte is read from HBM
-// once and serves as key (all Dqk columns) and value (the first Dv). Q is
-// quantized to fp8 once per workgroup with one scale per (token, head),
-// folded into the scores with log2(e)·sm_scale; P is quantized as p·448 and
-// 1/448 is folded into the final normalization. The two tile contractions
+// flow stays uniform for the barriers; blocks past them return at once. KV
+// tiles move global -> LDS by DMA (amdgpu.gather_to_lds, 16 bytes per lane)
+// into two stages, the next tile in flight while the current one is used;
+// each cache byte is read once per workgroup and serves as key (all Dqk
+// columns) and value (the first Dv). Per format (PartialKernel::isBF16 and
+// isMXFP4 say how): fp8 runs QK in bf16 on Q as it is and PV in fp8 with P
+// as p·448 in two parts (1/448 folded into the final normalization); bf16
+// runs bf16 throughout; mxfp4 runs QK as scaled MFMAs at the MFMA level and
+// PV in bf16 on V decoded into LDS. The two tile contractions
 // are wave-level `vector.contract`s on tiles read from LDS (2-D vectors are
 // wave tiles at this level; 1-D vectors and scalars are per-lane); the
 // softmax is per-lane code over the score tile in LDS. mla-lower-to-mfma
@@ -179,11 +181,11 @@ private:
                       ArrayAttr pvMaps, ArrayAttr iters);
 
   mutable PartialDecodeOp op; // its accessors are not const
-  /// bf16 caches run bf16 MFMAs on bf16 Q, KV and P; fp8 caches fp8 MFMAs
-  /// on Q quantized per row and P in two fp8 parts.
+  /// bf16 caches run bf16 MFMAs on bf16 Q, KV and P; fp8 caches QK in bf16
+  /// (Q as it is, K widened exactly) and PV in fp8 with P in two fp8 parts.
   ///
   /// mxfp4 caches: QK as scaled MFMAs with the packed E2M1 K tile and its
-  /// E8M0 block scales fed to the instruction (Q fp8 as for fp8); PV in
+  /// E8M0 block scales fed to the instruction (Q in two fp8 parts); PV in
   /// bf16, V decoded exactly (E2M1·2^e fits bf16) 32 rows at a time into
   /// LDS, P in bf16.
   bool isBF16() const { return op.getKvFormat() == KVFormat::bf16; }

@@ -225,12 +225,15 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
     The partial kernel: a workgroup per (work item, block of 64 query rows),
     4 waves; the sequence's q_len·H (token, head) rows go 16 to a wave,
     token-major, so one KV read per tile serves 64 rows (every head of a
-    token when H <= 64; blocks past a sequence's rows return at once); 64-row KV tiles DMA'd global -> LDS with
+    token when H <= 64; blocks past a sequence's rows return at once); KV
+    tiles (64 fp8 / 32 bf16 / 64 mxfp4 rows) DMA'd global -> LDS with
     `amdgpu.gather_to_lds` (16 bytes per lane) into 2 stages, the next tile
-    in flight while the current one is used; Q quantized to fp8 once with a
-    per-(token, head) scale folded into the exp2-domain scores; the QKᵀ and
-    PV tile contractions as wave-level `vector.contract` on tiles read from
-    LDS; an online softmax per lane; P quantized as p·448. A sequence with a
+    in flight while the current one is used; the QKᵀ and PV tile
+    contractions as wave-level `vector.contract` (fp8: QK in bf16 on Q as it
+    is and K widened, PV in fp8 with P as p·448 in two parts; bf16: bf16
+    throughout); an online softmax per lane. mxfp4: QK as scaled MFMAs with
+    the packed E2M1 K and its E8M0 scales, Q in registers in two fp8 parts;
+    PV in bf16 on V decoded into LDS 32 rows at a time. A sequence with a
     single work item is written directly (bf16 output and lse) by the partial
     kernel, and the combine kernel skips it. The kernels take every output
     buffer (partials, out, lse) even when an op has no lse result.
