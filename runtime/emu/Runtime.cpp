@@ -105,6 +105,23 @@ void rendezvous(Lane &lane, WaveOp op, Complete complete) {
     yield(lane);
 }
 
+/// One lane's part of a wave MFMA: its A and B (`abBytes` each) and C
+/// registers go to the wave's slot with whatever else `stage` records; the
+/// last lane to arrive runs `compute`; each lane takes back its D.
+template <typename Stage, typename Compute>
+void waveMfma(int64_t ctx, int64_t a, int64_t b, size_t abBytes, int64_t c,
+              int64_t d, Stage stage, Compute compute) {
+  Lane &lane = laneOf(ctx);
+  int l = lane.id % kWaveLanes;
+  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
+  std::memcpy(slot.a[l].data(), reinterpret_cast<const void *>(a), abBytes);
+  std::memcpy(slot.b[l].data(), reinterpret_cast<const void *>(b), abBytes);
+  std::memcpy(slot.c[l].data(), reinterpret_cast<const void *>(c), 16);
+  stage(slot, l);
+  rendezvous(lane, WaveOp::Mfma, compute);
+  std::memcpy(reinterpret_cast<void *>(d), slot.d[l].data(), 16);
+}
+
 void trampoline() {
   Lane &lane = *currentLane;
   (*lane.wg->body)(reinterpret_cast<int64_t>(&lane));
@@ -170,28 +187,14 @@ static void mla_emu_gather_to_lds(int64_t ctx, int64_t src, int64_t dst,
 
 static void mla_emu_mfma_16x16x128_fp8(int64_t ctx, int64_t a, int64_t b,
                                        int64_t c, int64_t d) {
-  Lane &lane = laneOf(ctx);
-  int l = lane.id % kWaveLanes;
-  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
-  std::memcpy(slot.a[l].data(), reinterpret_cast<const void *>(a), 32);
-  std::memcpy(slot.b[l].data(), reinterpret_cast<const void *>(b), 32);
-  std::memcpy(slot.c[l].data(), reinterpret_cast<const void *>(c), 16);
-  rendezvous(lane, WaveOp::Mfma, [](WaveSlot &s) {
-    s.d = mfma16x16x128Fp8(s.a, s.b, s.c);
-  });
-  std::memcpy(reinterpret_cast<void *>(d), slot.d[l].data(), 16);
+  waveMfma(ctx, a, b, 32, c, d, [](WaveSlot &, int) {},
+           [](WaveSlot &s) { s.d = mfma16x16x128Fp8(s.a, s.b, s.c); });
 }
 
 static void mla_emu_mfma_16x16x32_bf16(int64_t ctx, int64_t a, int64_t b,
                                        int64_t c, int64_t d) {
-  Lane &lane = laneOf(ctx);
-  int l = lane.id % kWaveLanes;
-  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
   // Eight bf16 per lane, carried in the first 16 bytes of the fp8 slots.
-  std::memcpy(slot.a[l].data(), reinterpret_cast<const void *>(a), 16);
-  std::memcpy(slot.b[l].data(), reinterpret_cast<const void *>(b), 16);
-  std::memcpy(slot.c[l].data(), reinterpret_cast<const void *>(c), 16);
-  rendezvous(lane, WaveOp::Mfma, [](WaveSlot &s) {
+  waveMfma(ctx, a, b, 16, c, d, [](WaveSlot &, int) {}, [](WaveSlot &s) {
     Bf16Operand a, b;
     for (int i = 0; i < kWaveLanes; ++i) {
       std::memcpy(a[i].data(), s.a[i].data(), 16);
@@ -199,7 +202,6 @@ static void mla_emu_mfma_16x16x32_bf16(int64_t ctx, int64_t a, int64_t b,
     }
     s.d = mfma16x16x32Bf16(a, b, s.c);
   });
-  std::memcpy(reinterpret_cast<void *>(d), slot.d[l].data(), 16);
 }
 
 static void mla_emu_scaled_mfma_16x16x128(int64_t ctx, int64_t formatA,
@@ -207,21 +209,18 @@ static void mla_emu_scaled_mfma_16x16x128(int64_t ctx, int64_t formatA,
                                           int64_t b, int8_t scaleA,
                                           int8_t scaleB, int64_t c,
                                           int64_t d) {
-  Lane &lane = laneOf(ctx);
-  int l = lane.id % kWaveLanes;
-  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
-  std::memcpy(slot.a[l].data(), reinterpret_cast<const void *>(a), 32);
-  std::memcpy(slot.b[l].data(), reinterpret_cast<const void *>(b), 32);
-  std::memcpy(slot.c[l].data(), reinterpret_cast<const void *>(c), 16);
-  slot.scaleA[l] = static_cast<uint8_t>(scaleA);
-  slot.scaleB[l] = static_cast<uint8_t>(scaleB);
-  slot.formatA = static_cast<MatrixFormat>(formatA);
-  slot.formatB = static_cast<MatrixFormat>(formatB);
-  rendezvous(lane, WaveOp::Mfma, [](WaveSlot &s) {
-    s.d = scaledMfma16x16x128(s.formatA, s.formatB, s.a, s.b, s.scaleA,
-                              s.scaleB, s.c);
-  });
-  std::memcpy(reinterpret_cast<void *>(d), slot.d[l].data(), 16);
+  waveMfma(
+      ctx, a, b, 32, c, d,
+      [&](WaveSlot &slot, int l) {
+        slot.scaleA[l] = static_cast<uint8_t>(scaleA);
+        slot.scaleB[l] = static_cast<uint8_t>(scaleB);
+        slot.formatA = static_cast<MatrixFormat>(formatA);
+        slot.formatB = static_cast<MatrixFormat>(formatB);
+      },
+      [](WaveSlot &s) {
+        s.d = scaledMfma16x16x128(s.formatA, s.formatB, s.a, s.b, s.scaleA,
+                                  s.scaleB, s.c);
+      });
 }
 
 static int8_t mla_emu_cvt_f32_to_fp8(float x) {
