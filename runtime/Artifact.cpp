@@ -35,13 +35,6 @@ Status mla::takeStatus(llvm::Error err, std::string &message) {
   return status;
 }
 
-const ArtifactKernel *Artifact::findKernel(llvm::StringRef name) const {
-  for (const ArtifactKernel &kernel : kernels)
-    if (kernel.name == name)
-      return &kernel;
-  return nullptr;
-}
-
 namespace {
 constexpr llvm::StringLiteral kManifestName = "manifest.json";
 constexpr llvm::StringLiteral kHsacoName = "kernels.hsaco";

@@ -10,6 +10,7 @@
 
 #include "Backend.h"
 
+#include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Runtime/Artifact.h"
 #include "mla/Runtime/Status.h"
 #include "mla/Target/SplitPlanner.h"
@@ -109,8 +110,6 @@ const char *mla_status_name(mla_status status) {
     return "MLA_ERROR_SIZE_MISMATCH";
   case MLA_ERROR_LAUNCH_FAILED:
     return "MLA_ERROR_LAUNCH_FAILED";
-  case MLA_ERROR_UNSUPPORTED:
-    return "MLA_ERROR_UNSUPPORTED";
   case MLA_ERROR_INTERNAL:
     return "MLA_ERROR_INTERNAL";
   }
@@ -238,7 +237,7 @@ mla_status mla_kernel_get_info(mla_kernel kernel, mla_kernel_info *info) {
   info->v_dim = static_cast<int32_t>(a.vDim);
   info->sm_scale = static_cast<float>(
       a.smScale > 0.0 ? a.smScale : 1.0 / std::sqrt((double)a.qkDim));
-  info->max_query_tokens_per_seq = 4;
+  info->max_query_tokens_per_seq = static_cast<int32_t>(kMaxQueryTokens);
   std::snprintf(info->target, sizeof info->target, "%s", a.chip.c_str());
   return MLA_SUCCESS;
 }

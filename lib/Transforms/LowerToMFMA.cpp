@@ -179,7 +179,7 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
         DenseElementsAttr::get(frag32, rewriter.getFloatAttr(elem, 0.0)));
 
     // Widens a fragment loaded from a narrower tile (exact: fp8 fits bf16).
-    auto widen = [&](Value fragment, arith::ExtFOp) -> Value {
+    auto widen = [&](Value fragment) -> Value {
       auto vt = cast<VectorType>(fragment.getType());
       if (vt.getElementType() == elem)
         return fragment;
@@ -202,8 +202,7 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
           rowA, addi(rewriter, loc, laneK, cst(rewriter, loc, kBase)));
       return widen(vector::LoadOp::create(rewriter, loc,
                                           memType(lhsRead, runK),
-                                          lhsRead.getBase(), idx),
-                   lhsExt);
+                                          lhsRead.getBase(), idx));
     };
     // B: column 16·nb + i, the same K run.
     auto loadB = [&](int64_t nb, int64_t kBase) -> Value {
@@ -215,8 +214,7 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
                            rhsRead.getPermutationMap(), col, kStart);
         return widen(vector::LoadOp::create(rewriter, loc,
                                             memType(rhsRead, runK),
-                                            rhsRead.getBase(), idx),
-                     rhsExt);
+                                            rhsRead.getBase(), idx));
       }
       // (k, n): the K run is a column of the tile, one element per row.
       SmallVector<Value> bytes;
@@ -228,8 +226,7 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
             memref::LoadOp::create(rewriter, loc, rhsRead.getBase(), idx));
       }
       return widen(vector::FromElementsOp::create(
-                       rewriter, loc, memType(rhsRead, runK), bytes),
-                   rhsExt);
+                       rewriter, loc, memType(rhsRead, runK), bytes));
     };
     // Elements 0..15 hold K 16·kg + j of the chunk, 16..31 hold 64 + 16·kg +
     // j; past K the fragment stays zero on both sides.

@@ -150,7 +150,7 @@ public:
 
   /// LDS bytes of the kernel's workgroup buffers.
   int64_t ldsBytes() const {
-    return (hasQLds() ? kWaves * kHeadsPerGroup * qRowElems() * qElemBytes()
+    return (hasQLds() ? kWaves * kHeadsPerGroup * qRowElems() * elemBytes()
                       : 0) +                             // Q
            kStages * tileBytes() +                       // KV tiles
            kWaves * kHeadsPerGroup * kTileRows * 4 +     // scores, f32
@@ -190,8 +190,8 @@ private:
   /// LDS, P in bf16.
   bool isBF16() const { return op.getKvFormat() == KVFormat::bf16; }
   bool isMXFP4() const { return op.getKvFormat() == KVFormat::mxfp4; }
-  /// Bytes of one Q element in LDS and the MFMA element type of QK.
-  int64_t qElemBytes() const { return isBF16() ? 2 : 1; }
+  /// Bytes of one element of the Q/KV memrefs (mxfp4: one packed byte).
+  int64_t elemBytes() const { return isBF16() ? 2 : 1; }
   Type elemType(Builder &b) const {
     return isBF16() ? Type(b.getBF16Type()) : b.getType<Float8E4M3FNType>();
   }
@@ -224,7 +224,7 @@ private:
       types.push_back(
           ldsType({kWaves, kHeadsPerGroup, qRowElems()}, elemType(b)));
     types.append({
-        ldsType({kStages, kTileRows, rowBytes() / qElemBytesInTile()},
+        ldsType({kStages, kTileRows, rowBytes() / elemBytes()},
                 kvMemType(b)),
         ldsType({kWaves, kHeadsPerGroup, kTileRows}, f32),
         pvType(b).isBF16()
@@ -235,8 +235,6 @@ private:
       types.push_back(ldsType({kVHalfRows, vDim}, b.getBF16Type()));
     return types;
   }
-  /// Bytes per element of the KV tile's memref.
-  int64_t qElemBytesInTile() const { return isBF16() ? 2 : 1; }
   SmallVector<StringRef> argNames() const {
     SmallVector<StringRef> names = {"q", "kv"};
     if (!isBF16())
@@ -436,7 +434,7 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   // waves 0-1 take 5 and waves 2-3 take 4); rows past the item clamp to its
   // last row (their scores are masked).
   Type tileElem = kvMemType(b);
-  int64_t tileElemBytes = qElemBytesInTile();
+  int64_t tileElemBytes = elemBytes();
   int64_t rowElems = rowBytes() / tileElemBytes;
   int64_t wavePieces = tileBytes() / (kWaveSize * kDmaBytes);
   int64_t maxGathersPerWave = (wavePieces + kWaves - 1) / kWaves;

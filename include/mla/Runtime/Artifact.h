@@ -80,7 +80,6 @@ struct Artifact {
   std::string emuModule; // lane functions (MLIR text, after mla-gpu-to-emu)
   std::string cpuModule; // the host function around mla.decode (MLIR text)
 
-  const ArtifactKernel *findKernel(llvm::StringRef name) const;
 };
 
 /// The tar archive of `artifact`.

@@ -27,8 +27,7 @@ enum class Status : int {
   WorkspaceTooSmall = 7,
   SizeMismatch = 8,
   LaunchFailed = 9,
-  Unsupported = 10,
-  Internal = 11,
+  Internal = 10,
 };
 
 class StatusError : public llvm::ErrorInfo<StatusError> {

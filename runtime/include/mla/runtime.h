@@ -44,8 +44,7 @@ typedef enum mla_status {
   MLA_ERROR_WORKSPACE_TOO_SMALL = 7,
   MLA_ERROR_SIZE_MISMATCH = 8,       /* launch sizes differ from the plan's */
   MLA_ERROR_LAUNCH_FAILED = 9,
-  MLA_ERROR_UNSUPPORTED = 10,
-  MLA_ERROR_INTERNAL = 11
+  MLA_ERROR_INTERNAL = 10
 } mla_status;
 
 typedef enum mla_backend {
