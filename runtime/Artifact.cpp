@@ -473,12 +473,41 @@ llvm::Error mla::writeArtifactFile(const Artifact &artifact,
 llvm::Expected<int64_t> mla::resolveDim(
     llvm::StringRef entry,
     llvm::ArrayRef<std::pair<llvm::StringRef, int64_t>> symbols) {
-  int64_t value;
-  if (!entry.getAsInteger(10, value))
-    return value;
-  for (auto [name, v] : symbols)
-    if (name == entry)
-      return v;
-  return statusError(Status::InvalidArtifact,
-                     "invalid artifact: unknown size symbol '" + entry + "'");
+  auto invalid = [&](const llvm::Twine &why) {
+    return statusError(Status::InvalidArtifact,
+                       "invalid artifact: size '" + entry + "': " + why);
+  };
+  auto symbol = [&](llvm::StringRef name) -> std::optional<int64_t> {
+    int64_t value;
+    if (!name.getAsInteger(10, value))
+      return value;
+    for (auto [n, v] : symbols)
+      if (n == name)
+        return v;
+    return std::nullopt;
+  };
+  // A product of factors: a number, a symbol, or roundup(symbol,number).
+  int64_t product = 1;
+  llvm::SmallVector<llvm::StringRef> factors;
+  entry.split(factors, '*');
+  for (llvm::StringRef factor : factors) {
+    factor = factor.trim();
+    std::optional<int64_t> value;
+    if (factor.consume_front("roundup(") && factor.consume_back(")")) {
+      auto [name, multipleText] = factor.split(',');
+      int64_t multiple;
+      if (multipleText.trim().getAsInteger(10, multiple) || multiple <= 0)
+        return invalid("roundup needs a positive multiple");
+      if ((value = symbol(name.trim())))
+        value = (*value + multiple - 1) / multiple * multiple;
+    } else {
+      value = symbol(factor);
+    }
+    if (!value)
+      return invalid("unknown size symbol '" + factor + "'");
+    if (*value < 0)
+      return invalid("negative size");
+    product *= *value;
+  }
+  return product;
 }

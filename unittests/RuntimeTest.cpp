@@ -559,7 +559,10 @@ TEST_F(FakeHip, PacksKernelArgumentsFromMetadata) {
     const ArtifactKernel &desc = artifact->kernels[k];
     EXPECT_EQ(name, desc.name);
     EXPECT_EQ(block[0], 256u);
-    EXPECT_EQ(grid[0], k == 0 ? (unsigned)info.num_work_items : 2u);
+    // The partial kernel: work items rounded up to the 8 XCDs, one row
+    // block each (H = 16); the combine: one workgroup per sequence.
+    EXPECT_EQ(grid[0],
+              k == 0 ? (unsigned)(info.num_work_items + 7) / 8 * 8 : 2u);
     EXPECT_EQ(bytes, (size_t)desc.kernargBytes);
     for (const ArtifactKernelArg &arg : desc.args) {
       auto word = [&](size_t w) {

@@ -151,6 +151,7 @@ llvm::Expected<CodeObject> compileHostModule(mlir::PassManager &pm,
   DecodeToGFX950PipelineOptions options;
   options.target = sig.target;
   options.splits = sig.splits;
+  options.headsPerWorkgroup = sig.headsPerWorkgroup;
   buildDecodeToGFX950Pipeline(pm, options);
   if (mlir::failed(pm.run(*module)))
     return compileError(diagnostics);
@@ -216,6 +217,7 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
     MLASelectConfigPassOptions config;
     config.targetName = sig.target;
     config.splits = sig.splits;
+    config.headsPerWorkgroup = sig.headsPerWorkgroup;
     if (sig.pipeline == HostPipeline::Split)
       config.kvTile = sig.kvTile;
     pm.addPass(createMLASelectConfigPass(config));
@@ -262,6 +264,7 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
     auto pm = makePassManager();
     DecodeToEmuPipelineOptions options;
     options.splits = sig.splits;
+    options.headsPerWorkgroup = sig.headsPerWorkgroup;
     options.testCorruptLayout = sig.testCorruptLayout;
     buildDecodeToEmuKernelsPipeline(*pm, options);
     if (mlir::failed(pm->run(*emuModule)))

@@ -153,8 +153,9 @@ LogicalResult LaneFunctionBuilder::run() {
           index(loc, call(loc, "mla_emu_block_id", {i64Type}, {ctx, dim})));
     } else if (isa<gpu::BarrierOp, amdgpu::LDSBarrierOp>(op)) {
       call(loc, "mla_emu_barrier", {}, {ctx});
-    } else if (isa<amdgpu::MemoryCounterWaitOp>(op)) {
-      // Every emulated load completes before the next instruction.
+    } else if (isa<amdgpu::MemoryCounterWaitOp, amdgpu::SchedBarrierOp>(op)) {
+      // Every emulated load completes before the next instruction; there is
+      // no instruction scheduler to constrain.
     } else if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op)) {
       if (shuffle.getMode() != gpu::ShuffleMode::XOR ||
           !shuffle.getValue().getType().isF32())

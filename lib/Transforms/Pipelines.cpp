@@ -81,6 +81,7 @@ void mla::buildDecodeToGFX950Pipeline(
   config.splits = options.splits;
   config.kvTile = options.kvTile;
   config.pipelineStages = options.pipelineStages;
+  config.headsPerWorkgroup = options.headsPerWorkgroup;
   pm.addPass(createMLASelectConfigPass(config));
   if (stopAt == GFX950Level::Config)
     return;
@@ -114,6 +115,7 @@ void mla::buildDecodeToEmuKernelsPipeline(
   MLASelectConfigPassOptions config;
   config.targetName = "gfx950";
   config.splits = options.splits;
+  config.headsPerWorkgroup = options.headsPerWorkgroup;
   pm.addPass(createMLASelectConfigPass(config));
   pm.addPass(createMLASplitKVPass());
   pm.addPass(createMLAToGPUPass());

@@ -64,12 +64,9 @@ struct MLASelectConfigPass
       int64_t tile = pick(kvTile, isGpu && op.getKvFormat() == KVFormat::bf16
                                       ? 32
                                       : 64);
-      // On the GPU, at most 32 heads per workgroup (4 query tokens each keep
-      // the accumulators within the register file), and a divisor of H.
-      int64_t defaultHeads = heads;
-      if (isGpu)
-        defaultHeads = heads % 32 == 0 ? 32 : 16;
-      int64_t headsPerWg = pick(headsPerWorkgroup, defaultHeads);
+      // One block of all H heads: a workgroup's rows pack the (token, head)
+      // rows of a sequence densely, so the fewest workgroups share a tile.
+      int64_t headsPerWg = pick(headsPerWorkgroup, heads);
       int64_t waves = pick(wavesPerWorkgroup, isGpu ? 4 : 1);
       int64_t stages = pick(pipelineStages, isGpu ? 2 : 1);
       SplitPolicy policy =

@@ -7,15 +7,18 @@
 // runtime launches the kernels.
 //
 // The partial kernel: one workgroup per (work item, block of 64 query rows),
-// 4 waves; the sequence's q_len·H (token, head) rows go in groups of 16 to
-// the waves, token-major, so a workgroup reads each KV tile once for up to
-// 64 rows (all heads of a token when H <= 64, all 4 tokens when H = 16).
-// Waves past the rows repeat the last group and write nothing, so control
-// flow stays uniform for the barriers; blocks past them return at once. KV
-// tiles move global -> LDS by DMA (amdgpu.gather_to_lds, 16 bytes per lane)
+// 4 waves; the (token, head) rows of a block of heads_per_workgroup heads go
+// in groups of 16 to the waves, token-major, so a workgroup reads each KV
+// tile once for up to 64 rows (all heads of a token when H <= 64, all 4
+// tokens when H = 16). Waves past the rows repeat the last group and write
+// nothing, so control flow stays uniform for the barriers; blocks past them
+// return at once. A work item's H/16 row blocks run in consecutive dispatch
+// slots of one XCD, sharing its L2, so a cache byte comes from HBM once
+// (docs/pipelines.md). KV tiles move global -> LDS by DMA
+// (amdgpu.gather_to_lds, 16 bytes per lane; mxfp4's scales in 2-byte units)
 // into two stages, the next tile in flight while the current one is used;
-// each cache byte is read once per workgroup and serves as key (all Dqk
-// columns) and value (the first Dv). Per format (PartialKernel::isBF16 and
+// the DMA is the only read of the cache, and each byte serves as key (all
+// Dqk columns) and value (the first Dv). Per format (PartialKernel::isBF16 and
 // isMXFP4 say how): fp8 runs QK in bf16 on Q as it is and PV in fp8 with P
 // as p·448 in two parts (1/448 folded into the final normalization); bf16
 // runs bf16 throughout; mxfp4 runs QK as scaled MFMAs at the MFMA level and
@@ -115,17 +118,36 @@ MemRefType globalType(ArrayRef<int64_t> shape, Type elem) {
 /// Builds the partial-decode kernel for one op's shapes.
 class PartialKernel {
 public:
-  PartialKernel(PartialDecodeOp op) : op(op) {
+  /// `xcds`: the chiplets the chip deals workgroups to (1 when unknown).
+  PartialKernel(PartialDecodeOp op, int64_t xcds) : op(op), xcds(xcds) {
     numHeads = op.getNumHeads();
+    headsPerWg = op.getConfig().getHeadsPerWorkgroup();
     qkDim = op.getQKHeadDim();
     vDim = op.getVHeadDim();
     paddedQK = (qkDim + 127) / 128 * 128;
     kTileRows = op.getConfig().getKvTile();
     kStages = op.getConfig().getPipelineStages();
+    wavesPerWg = op.getConfig().getWavesPerWorkgroup();
+  }
+
+  /// Workgroups (row blocks) per work item: each head block's q_len·hpw
+  /// rows for the longest q_len, 64 at a time; blocks past a sequence's rows
+  /// return at once.
+  int64_t blocksPerItem() const {
+    int64_t groups = kMaxQueryTokens * headsPerWg / kHeadsPerGroup;
+    return numHeads / headsPerWg * ((groups + kWaves - 1) / kWaves);
   }
 
   /// Why the kernel cannot be built for this op, if it cannot.
   std::optional<std::string> unsupported() {
+    if (wavesPerWg != kWaves)
+      return "the partial kernel runs " + std::to_string(kWaves) +
+             " waves (16 query rows each); the config asks for "
+             "waves_per_workgroup = " + std::to_string(wavesPerWg);
+    if (numHeads % headsPerWg != 0 || headsPerWg % kHeadsPerGroup != 0)
+      return "heads_per_workgroup = " + std::to_string(headsPerWg) +
+             " must be a multiple of 16 dividing H = " +
+             std::to_string(numHeads);
     if (isMXFP4() && (kTileRows != 64 || qkDim % 32 != 0))
       return std::string("the mxfp4 kernel needs kv_tile = 64 and Dqk a "
                          "multiple of 32");
@@ -156,7 +178,9 @@ public:
            kWaves * kHeadsPerGroup * kTileRows * 4 +     // scores, f32
            kWaves * 2 * kHeadsPerGroup * kTileRows +     // P: fp8 hi/lo, bf16
            kWaves * kHeadsPerGroup * 4 +                 // per-row factors
-           (isMXFP4() ? kVHalfRows * vDim * 2 : 0);      // mxfp4: V in bf16
+           (isMXFP4() ? kVHalfRows * vDim * 2 +          // mxfp4: V in bf16
+                            kStages * scaleLdsBytes()    // and the scales
+                      : 0);
   }
 
   gpu::GPUFuncOp build(OpBuilder &moduleBuilder, StringRef name);
@@ -172,13 +196,17 @@ private:
                                          Value q, Value tokenRow,
                                          Value headGroup, Value lane);
   void emitScaledQK(OpBuilder &b, KernelBuilder &k,
-                    const ScaledQFragments &qFrags, Value kvLds, Value scales,
-                    Value sLds, Value wave, Value lane, Value stage,
-                    Value tileRow0, Value lastRow);
+                    const ScaledQFragments &qFrags, Value kvLds,
+                    Value scaleLds, Value sLds, Value wave, Value lane,
+                    Value stage);
   Value emitDecodedPV(OpBuilder &b, KernelBuilder &k, Value pLds, Value kvLds,
-                      Value scales, Value vLds, Value wave, Value tid,
-                      Value stage, Value tileRow0, Value lastRow, Value acc,
-                      ArrayAttr pvMaps, ArrayAttr iters);
+                      Value scaleLds, Value vLds, Value wave, Value tid,
+                      Value stage, Value acc, ArrayAttr pvMaps,
+                      ArrayAttr iters);
+  /// mxfp4: the E8M0 scale of (tile row, 32-element block) in the LDS copy
+  /// of the tile's scales (see scaleLdsBytes).
+  Value loadTileScale(KernelBuilder &k, Value scaleLds, Value stage,
+                      Value tileRow, Value block);
 
   mutable PartialDecodeOp op; // its accessors are not const
   /// bf16 caches run bf16 MFMAs on bf16 Q, KV and P; fp8 caches QK in bf16
@@ -205,6 +233,12 @@ private:
   }
   int64_t tileBytes() const { return kTileRows * rowBytes(); }
   static constexpr int64_t kVHalfRows = 32;
+  /// mxfp4: a tile's E8M0 scales move to LDS by DMA in 2-byte units (rows
+  /// are 18 bytes, so wider loads would not stay aligned); the DMA widens
+  /// each unit to a 4-byte LDS word.
+  int64_t scaleUnitsPerRow() const { return qkDim / 64; }
+  int64_t scaleUnitsPerTile() const { return kTileRows * scaleUnitsPerRow(); }
+  int64_t scaleLdsBytes() const { return 4 * scaleUnitsPerTile(); }
   /// Q's LDS row: fp8 MFMAs take K in chunks of 128 (zero-padded), bf16
   /// ones in chunks of 32.
   int64_t qRowElems() const { return isBF16() ? qkDim : paddedQK; }
@@ -231,8 +265,11 @@ private:
             ? ldsType({kWaves, 1, kHeadsPerGroup, kTileRows}, pvType(b))
             : ldsType({kWaves, 2, kHeadsPerGroup, kTileRows}, pvType(b)),
         ldsType({kWaves, kHeadsPerGroup}, f32)});
-    if (isMXFP4())
+    if (isMXFP4()) {
       types.push_back(ldsType({kVHalfRows, vDim}, b.getBF16Type()));
+      types.push_back(ldsType({kStages, scaleLdsBytes()},
+                              b.getType<Float8E8M0FNUType>()));
+    }
     return types;
   }
   SmallVector<StringRef> argNames() const {
@@ -244,8 +281,9 @@ private:
     return names;
   }
 
+  int64_t xcds;
   int64_t numHeads, qkDim, vDim, paddedQK;
-  int64_t kTileRows, kStages; // from the config
+  int64_t kTileRows, kStages, headsPerWg, wavesPerWg; // from the config
 };
 
 /// The size symbol of a kernel argument's leading dynamic dimension, as the
@@ -319,8 +357,9 @@ gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
   func->setAttr("rocdl.flat_work_group_size", b.getStringAttr("256,256"));
   func->setAttr(MLADialect::kLaunchAttrName,
                 launchAttr(b,
-                           {"num_work_items",
-                            std::to_string(numHeads / kHeadsPerGroup), "1"},
+                           {"roundup(num_work_items," + std::to_string(xcds) +
+                                ")*" + std::to_string(blocksPerItem()),
+                            "1", "1"},
                            ldsBytes(), argNames(), args));
   OpBuilder bodyBuilder(ctx);
   bodyBuilder.setInsertionPointToStart(&func.getBody().front());
@@ -351,10 +390,26 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   Value kvLds = lds[next++], sLds = lds[next++], pLds = lds[next++],
         rowLds = lds[next++];
   Value vLds = mx ? Value(lds[next++]) : Value();
+  Value scaleLds = mx ? Value(lds[next++]) : Value();
 
   Value c0 = k.idx(0), c1 = k.idx(1);
-  Value item = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value rowBlock = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  // Workgroup -> (work item, row block). The row blocks of a work item read
+  // the same KV tiles, so they go to one XCD in consecutive dispatch slots:
+  // the hardware deals workgroup ids round-robin to the XCDs (id % xcds),
+  // and the grid has roundup(num_work_items, xcds) · blocksPerItem() ids.
+  // Running together on one XCD, they share its L2: a tile comes from HBM
+  // once and the other blocks' DMAs hit the L2. Ids past the work list
+  // return at once.
+  Value id = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value xcd = k.rem(id, k.idx(xcds));
+  Value dispatchSlot = k.div(id, k.idx(xcds));
+  Value rowBlock = k.rem(dispatchSlot, k.idx(blocksPerItem()));
+  Value itemIndex = k.add(
+      k.mul(k.div(dispatchSlot, k.idx(blocksPerItem())), k.idx(xcds)), xcd);
+  Value numItems = memref::DimOp::create(b, loc, items, 0);
+  Value itemExists = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                           itemIndex, numItems);
+  Value item = k.minS(itemIndex, k.sub(numItems, c1));
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value wave = k.div(tid, k.idx(kWaveSize));
   Value lane = k.rem(tid, k.idx(kWaveSize));
@@ -367,17 +422,21 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   Value qLen = k.sub(k.loadIndex(qoIndptr, {k.add(seq, c1)}), qBegin);
   Value kvBegin = k.loadIndex(kvIndptr, {seq});
   Value kvLen = k.sub(k.loadIndex(kvIndptr, {k.add(seq, c1)}), kvBegin);
-  // The sequence's q_len·H query rows in groups of 16 (token-major): the
-  // workgroup's waves take 4 consecutive groups and share every KV tile, so
-  // a tile is read once for 64 rows — all heads of a token when H <= 64.
-  // Workgroups past the sequence's rows have nothing to do; waves past them
+  // The query rows of one block of heads_per_workgroup heads, q_len·hpw of
+  // them, in groups of 16 heads (token-major): the workgroup's waves take 4
+  // consecutive groups and share every KV tile, so a tile is read once for
+  // 64 rows. Workgroups past the rows have nothing to do; waves past them
   // repeat the last group so that every wave reaches the barriers, and
   // write nothing.
-  int64_t groupsPerToken = numHeads / kHeadsPerGroup;
+  int64_t groupsPerToken = headsPerWg / kHeadsPerGroup;
+  Value headBlock = k.rem(rowBlock, k.idx(numHeads / headsPerWg));
   Value numGroups = k.mul(qLen, k.idx(groupsPerToken));
-  Value firstGroup = k.mul(rowBlock, k.idx(kWaves));
-  Value blockHasRows = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                             firstGroup, numGroups);
+  Value firstGroup = k.mul(k.div(rowBlock, k.idx(numHeads / headsPerWg)),
+                           k.idx(kWaves));
+  Value blockHasRows = arith::AndIOp::create(
+      b, loc, itemExists,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, firstGroup,
+                            numGroups));
   auto blockActive = scf::IfOp::create(b, loc, blockHasRows,
                                        /*withElseRegion=*/false);
   b.setInsertionPoint(blockActive.thenBlock()->getTerminator());
@@ -386,7 +445,8 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, group, numGroups);
   Value clampedGroup = k.minS(group, k.sub(numGroups, c1));
   Value token = k.div(clampedGroup, k.idx(groupsPerToken));
-  Value headGroup = k.rem(clampedGroup, k.idx(groupsPerToken));
+  Value headGroup = k.add(k.mul(headBlock, k.idx(groupsPerToken)),
+                          k.rem(clampedGroup, k.idx(groupsPerToken)));
   Value tokenRow = k.add(qBegin, token);
   // Token i sees positions < kv_len - (q_len - 1 - i).
   Value visibleEnd = k.add(k.sub(kvLen, k.sub(qLen, c1)), token);
@@ -430,49 +490,79 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
 
 
   // KV tile DMA: kv_tile rows, 16 bytes per lane per gather, the tile's
-  // wave-sized pieces dealt round-robin to the waves (mxfp4: 18 pieces, so
-  // waves 0-1 take 5 and waves 2-3 take 4); rows past the item clamp to its
-  // last row (their scores are masked).
+  // wave-sized pieces dealt round-robin to the waves; mxfp4 adds the tile's
+  // E8M0 scales in 2-byte units (18 + 9 pieces, so waves 0-2 take 7 and
+  // wave 3 takes 6). Rows past the item clamp to its last row (their scores
+  // are masked). The DMA is the kernel's only read of the cache: every cache
+  // byte of a work item reaches the workgroup once.
   Type tileElem = kvMemType(b);
   int64_t tileElemBytes = elemBytes();
   int64_t rowElems = rowBytes() / tileElemBytes;
   int64_t wavePieces = tileBytes() / (kWaveSize * kDmaBytes);
-  int64_t maxGathersPerWave = (wavePieces + kWaves - 1) / kWaves;
+  int64_t scalePieces = mx ? scaleUnitsPerTile() / kWaveSize : 0;
+  int64_t allPieces = wavePieces + scalePieces;
+  int64_t maxGathersPerWave = (allPieces + kWaves - 1) / kWaves;
   // Outstanding gathers a wave may leave for the next tile: the fewest any
   // wave issues (waiting for more than needed is safe).
-  int64_t gathersPerWave = wavePieces / kWaves;
+  int64_t gathersPerWave = allPieces / kWaves;
   int64_t dmaElems = kDmaBytes / tileElemBytes;
   Value lastRow = k.sub(k.add(kvBegin, end), c1);
   auto issueTile = [&](Value tileStart, Value stage) {
+    Value firstRow = k.add(kvBegin, tileStart);
+    auto gatherData = [&](Value piece) {
+      Value waveBase = k.mul(piece, k.idx(kWaveSize * dmaElems));
+      Value lin = k.add(waveBase, k.mul(lane, k.idx(dmaElems)));
+      Value srcRow =
+          k.minS(k.add(firstRow, k.div(lin, k.idx(rowElems))), lastRow);
+      Value srcCol = k.rem(lin, k.idx(rowElems));
+      Value dstRow = k.div(waveBase, k.idx(rowElems));
+      Value dstCol = k.rem(waveBase, k.idx(rowElems));
+      amdgpu::GatherToLDSOp::create(
+          b, loc, kv, ValueRange{srcRow, srcCol}, kvLds,
+          ValueRange{stage, dstRow, dstCol},
+          TypeAttr::get(VectorType::get({dmaElems}, tileElem)));
+    };
+    auto gatherScales = [&](Value piece) {
+      Value scalePiece = k.sub(piece, k.idx(wavePieces));
+      Value unit = k.add(k.mul(scalePiece, k.idx(kWaveSize)), lane);
+      Value srcRow = k.minS(
+          k.add(firstRow, k.div(unit, k.idx(scaleUnitsPerRow()))), lastRow);
+      Value srcCol = k.mul(k.rem(unit, k.idx(scaleUnitsPerRow())), k.idx(2));
+      amdgpu::GatherToLDSOp::create(
+          b, loc, kvScaleMem, ValueRange{srcRow, srcCol}, scaleLds,
+          ValueRange{stage, k.mul(scalePiece, k.idx(4 * kWaveSize))},
+          TypeAttr::get(
+              VectorType::get({2}, b.getType<Float8E8M0FNUType>())));
+    };
+    // A wave-uniform branch on the piece's kind where a round mixes kinds.
+    auto inIf = [&](Value cond, function_ref<void()> then,
+                    function_ref<void()> otherwise) {
+      auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      then();
+      b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+      otherwise();
+    };
     for (int64_t g = 0; g < maxGathersPerWave; ++g) {
-      Value piece = k.add(k.mul(k.idx(g), k.idx(kWaves)), wave);
-      auto gather = [&] {
-        Value waveBase = k.mul(piece, k.idx(kWaveSize * dmaElems));
-        Value lin = k.add(waveBase, k.mul(lane, k.idx(dmaElems)));
-        Value srcRow = k.minS(k.add(k.add(kvBegin, tileStart),
-                                    k.div(lin, k.idx(rowElems))),
-                              lastRow);
-        Value srcCol = k.rem(lin, k.idx(rowElems));
-        Value dstRow = k.div(waveBase, k.idx(rowElems));
-        Value dstCol = k.rem(waveBase, k.idx(rowElems));
-        amdgpu::GatherToLDSOp::create(
-            b, loc, kv, ValueRange{srcRow, srcCol}, kvLds,
-            ValueRange{stage, dstRow, dstCol},
-            TypeAttr::get(VectorType::get({dmaElems}, tileElem)));
+      Value piece = k.add(k.idx(g * kWaves), wave);
+      int64_t first = g * kWaves, last = first + kWaves - 1;
+      auto lessThan = [&](int64_t bound) {
+        return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, piece,
+                                     k.idx(bound));
       };
-      if ((g + 1) * kWaves <= wavePieces) {
-        gather();
-        continue;
-      }
-      // The last round: only the waves with a piece left (wave-uniform).
-      Value hasPiece = arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::slt, piece, k.idx(wavePieces));
-      scf::IfOp::create(b, loc, hasPiece, [&](OpBuilder &ib, Location) {
-        OpBuilder::InsertionGuard g2(b);
-        b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
-        gather();
-        scf::YieldOp::create(b, loc);
-      });
+      auto anyPiece = [&] {
+        if (last < wavePieces)
+          return gatherData(piece);
+        if (first >= wavePieces)
+          return gatherScales(piece);
+        inIf(lessThan(wavePieces), [&] { gatherData(piece); },
+             [&] { gatherScales(piece); });
+      };
+      if (last < allPieces)
+        anyPiece();
+      else // the last round: only the waves with a piece left
+        inIf(lessThan(allPieces), anyPiece, [] {});
     }
   };
   Value hasRows = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
@@ -541,8 +631,8 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
 
         // S = Q · Kᵀ on the wave's 16 heads x 64 tile rows.
         if (mx) {
-          emitScaledQK(b, k, qFrags, kvLds, kvScaleMem, sLds, wave, lane,
-                       stage, k.add(kvBegin, tileStart), lastRow);
+          emitScaledQK(b, k, qFrags, kvLds, scaleLds, sLds, wave, lane,
+                       stage);
         } else {
           // fp8 caches: bf16 Q from global memory against the K tile widened
           // to bf16 (exact; the MFMA pass widens it fragment by fragment),
@@ -662,9 +752,8 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
         Value scaled = arith::MulFOp::create(b, loc, acc, rescaleTile);
         Value newAcc;
         if (mx) {
-          newAcc = emitDecodedPV(b, k, pLds, kvLds, kvScaleMem, vLds, wave, tid,
-                                 stage, k.add(kvBegin, tileStart), lastRow,
-                                 scaled, pvMaps, iters);
+          newAcc = emitDecodedPV(b, k, pLds, kvLds, scaleLds, vLds, wave,
+                                 tid, stage, scaled, pvMaps, iters);
         } else {
           auto pTileType = VectorType::get({kHeadsPerGroup, kTileRows}, elem);
           auto vTileType = VectorType::get({kTileRows, vDim}, elem);
@@ -883,9 +972,8 @@ PartialKernel::buildScaledQFragments(OpBuilder &b, KernelBuilder &k, Value q,
 /// 16·kg + i holds S[4·kg + r][16·nb + i].
 void PartialKernel::emitScaledQK(OpBuilder &b, KernelBuilder &k,
                                  const ScaledQFragments &qFrags, Value kvLds,
-                                 Value scales, Value sLds, Value wave,
-                                 Value lane, Value stage, Value tileRow0,
-                                 Value lastRow) {
+                                 Value scaleLds, Value sLds, Value wave,
+                                 Value lane, Value stage) {
   Location loc = op.getLoc();
   Type fp4 = b.getType<Float4E2M1FNType>();
   Value kg = k.div(lane, k.idx(16)), li = k.rem(lane, k.idx(16));
@@ -897,7 +985,6 @@ void PartialKernel::emitScaledQK(OpBuilder &b, KernelBuilder &k,
   auto i32Attr = [&](int64_t v) { return b.getI32IntegerAttr(v); };
   for (int64_t nb = 0; nb < kTileRows / 16; ++nb) {
     Value tileRow = k.add(k.idx(16 * nb), li);
-    Value kvRow = k.minS(k.add(tileRow0, tileRow), lastRow);
     Value acc = accZero;
     for (int64_t c = 0; c < chunks; ++c) {
       // B: 32 E2M1 values (16 bytes) of K 32·kg .. 32·kg + 31 of the chunk.
@@ -910,7 +997,7 @@ void PartialKernel::emitScaledQK(OpBuilder &b, KernelBuilder &k,
           b, loc, VectorType::get({32}, fp4), bytes);
       Value block =
           k.minS(k.add(k.idx(c * 4), kg), k.idx(blocks - 1));
-      Value scale = k.load(scales, {kvRow, block});
+      Value scale = loadTileScale(k, scaleLds, stage, tileRow, block);
       // Q = hi + lo/16: two MFMAs, the second with A scale 2^(e-4).
       acc = amdgpu::ScaledMFMAOp::create(
           b, loc, accType, i32Attr(16), i32Attr(16), i32Attr(128),
@@ -930,6 +1017,15 @@ void PartialKernel::emitScaledQK(OpBuilder &b, KernelBuilder &k,
   }
 }
 
+Value PartialKernel::loadTileScale(KernelBuilder &k, Value scaleLds,
+                                   Value stage, Value tileRow, Value block) {
+  // Block b of a row is byte b % 2 of unit b / 2; unit u sits in word u.
+  Value unit = k.add(k.mul(tileRow, k.idx(scaleUnitsPerRow())),
+                     k.div(block, k.idx(2)));
+  Value byte = k.add(k.mul(unit, k.idx(4)), k.rem(block, k.idx(2)));
+  return k.load(scaleLds, {stage, byte});
+}
+
 /// mxfp4 PV: V's block scales run along the 512 columns, not along the tile
 /// rows PV sums over, so they cannot go in the MFMA's scale slot. Each half
 /// of the tile (32 rows) is decoded by the workgroup into bf16 in LDS —
@@ -937,10 +1033,10 @@ void PartialKernel::emitScaledQK(OpBuilder &b, KernelBuilder &k,
 /// bf16 MFMAs. Cost per 64-row tile: 64 decoded values per thread, two
 /// extra barriers, 32 KiB of LDS.
 Value PartialKernel::emitDecodedPV(OpBuilder &b, KernelBuilder &k, Value pLds,
-                                   Value kvLds, Value scales, Value vLds,
+                                   Value kvLds, Value scaleLds, Value vLds,
                                    Value wave, Value tid, Value stage,
-                                   Value tileRow0, Value lastRow, Value acc,
-                                   ArrayAttr pvMaps, ArrayAttr iters) {
+                                   Value acc, ArrayAttr pvMaps,
+                                   ArrayAttr iters) {
   Location loc = op.getLoc();
   Type f32 = b.getF32Type(), i32 = b.getI32Type(), bf16 = b.getBF16Type();
   int64_t perThread = kVHalfRows * vDim / kThreads;
@@ -987,7 +1083,6 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, KernelBuilder &k, Value pLds,
     if (half > 0) // the previous half's MFMAs are done with the buffer
       gpu::BarrierOp::create(b, loc);
     Value tileRow = k.add(k.idx(half * kVHalfRows), vRow);
-    Value kvRow = k.minS(k.add(tileRow0, tileRow), lastRow);
     for (int64_t blk = 0; blk < perThread / 32; ++blk) {
       Value col = k.add(vCol, k.idx(blk * 32));
       Value bytes = vector::LoadOp::create(
@@ -1002,7 +1097,8 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, KernelBuilder &k, Value pLds,
           b, loc, i32,
           arith::BitcastOp::create(
               b, loc, b.getI8Type(),
-              k.load(scales, {kvRow, k.div(col, k.idx(32))})));
+              loadTileScale(k, scaleLds, stage, tileRow,
+                            k.div(col, k.idx(32)))));
       Value scale = arith::BitcastOp::create(
           b, loc, f32,
           arith::ShLIOp::create(
@@ -1015,6 +1111,10 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, KernelBuilder &k, Value pLds,
           b, loc,
           arith::TruncFOp::create(b, loc, VectorType::get({32}, bf16), scaled),
           vLds, ValueRange{vRow, col});
+      // One block's 32 values at a time: decoding several at once would
+      // outgrow the register file.
+      amdgpu::SchedBarrierOp::create(b, loc,
+                                     amdgpu::sched_barrier_opt_enum::none);
     }
     gpu::BarrierOp::create(b, loc);
     Value pTile = vector::TransferReadOp::create(
@@ -1152,11 +1252,9 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
 
     // The chip comes from the planner op that feeds the work list.
     std::string chip = "gfx950";
+    DenseMap<Operation *, int64_t> xcdsOf;
     for (PartialDecodeOp op : partials) {
-      if (std::optional<std::string> why = PartialKernel(op).unsupported()) {
-        op.emitOpError(*why);
-        return signalPassFailure();
-      }
+      int64_t xcds = 1;
       if (auto plan = op.getWorkItems().getDefiningOp<PlanSplitsOp>()) {
         TargetAttr target = plan.getTarget();
         if (target.getWaveSize() != kWaveSize) {
@@ -1166,7 +1264,14 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
           return signalPassFailure();
         }
         chip = target.getArch().str();
+        xcds = std::max<int64_t>(1, target.getXcds());
       }
+      if (std::optional<std::string> why =
+              PartialKernel(op, xcds).unsupported()) {
+        op.emitOpError(*why);
+        return signalPassFailure();
+      }
+      xcdsOf[op] = xcds;
     }
 
     MLIRContext *ctx = &getContext();
@@ -1189,7 +1294,7 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
                                          {FlatSymbolRefAttr::get(kernel)}));
     };
     for (PartialDecodeOp op : partials)
-      record(op, PartialKernel(op).build(kb, "mla_partial_decode"));
+      record(op, PartialKernel(op, xcdsOf[op]).build(kb, "mla_partial_decode"));
     for (CombineOp op : combines)
       record(op, buildCombineKernel(op, kb, "mla_combine"));
   }

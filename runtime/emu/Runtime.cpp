@@ -64,6 +64,7 @@ struct Workgroup {
   uint64_t events = 0; // anything that can unblock a lane
   std::string error;
   const std::function<void(int64_t)> *body = nullptr;
+  const DmaObserver *dma = nullptr;
 };
 
 thread_local Lane *currentLane = nullptr;
@@ -177,11 +178,19 @@ static void mla_emu_gather_to_lds(int64_t ctx, int64_t src, int64_t dst,
   slot.src[l] = src;
   slot.dst[l] = dst;
   slot.bytes = bytes;
-  // The wave's data lands contiguously from lane 0's LDS address.
-  rendezvous(lane, WaveOp::Gather, [](WaveSlot &s) {
-    for (int i = 0; i < kWaveLanes; ++i)
-      std::memcpy(reinterpret_cast<void *>(s.dst[0] + i * s.bytes),
-                  reinterpret_cast<const void *>(s.src[i]), s.bytes);
+  // The wave's data lands contiguously from lane 0's LDS address, each
+  // lane's in a slot of at least a dword: 1- and 2-byte transfers are
+  // zero-extended to 4 bytes, 12-byte ones padded to 16.
+  Workgroup *wg = lane.wg;
+  rendezvous(lane, WaveOp::Gather, [wg](WaveSlot &s) {
+    int64_t stride = s.bytes < 4 ? 4 : s.bytes == 12 ? 16 : s.bytes;
+    for (int i = 0; i < kWaveLanes; ++i) {
+      auto *to = reinterpret_cast<char *>(s.dst[0] + i * stride);
+      std::memset(to, 0, stride);
+      std::memcpy(to, reinterpret_cast<const void *>(s.src[i]), s.bytes);
+      if (wg->dma)
+        (*wg->dma)(reinterpret_cast<const void *>(s.src[i]), s.bytes);
+    }
   });
 }
 
@@ -273,10 +282,12 @@ WorkgroupRunner::~WorkgroupRunner() = default;
 
 llvm::Error
 WorkgroupRunner::run(std::array<int64_t, 3> blockId,
-                     const std::function<void(int64_t ctx)> &body) {
+                     const std::function<void(int64_t ctx)> &body,
+                     const DmaObserver *dma) {
   Workgroup wg;
   wg.blockId = blockId;
   wg.body = &body;
+  wg.dma = dma;
   wg.lanes.resize(impl->numThreads);
   wg.waves.resize((impl->numThreads + kWaveLanes - 1) / kWaveLanes);
   for (int i = 0; i < impl->numThreads; ++i) {

@@ -5,6 +5,8 @@
 // RUN: not mla-opt %s --split-input-file --mla-select-config="pipeline-stages=1" --mla-split-kv --mla-to-gpu 2>&1 | FileCheck %s --check-prefix=STAGES
 // TILE: error: 'mla.partial_decode' op kv_tile = 32 must be a multiple of 64 whose tile bytes split into 16-byte loads of 256 lanes
 // STAGES: error: 'mla.partial_decode' op the partial kernel needs pipeline_stages >= 2
+// RUN: not mla-opt %s --split-input-file --mla-select-config="waves-per-workgroup=8" --mla-split-kv --mla-to-gpu 2>&1 | FileCheck %s --check-prefix=WAVES
+// WAVES: error: 'mla.partial_decode' op the partial kernel runs 4 waves (16 query rows each); the config asks for waves_per_workgroup = 8
 
 
 // Dqk = 96 is no multiple of 64.

@@ -34,6 +34,11 @@ static cl::opt<int64_t> splits("splits",
                                cl::desc("Work items per sequence (default: the "
                                         "balanced planner)"),
                                cl::init(-1), cl::cat(category));
+static cl::opt<int64_t> headsPerWorkgroup(
+    "heads-per-workgroup",
+    cl::desc("Heads of the block a workgroup's query rows come from "
+             "(default: all H)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<bool> noEmu("no-emu", cl::desc("Leave out the emu form"),
                            cl::cat(category));
 static cl::opt<bool> noGFX950("no-gfx950",
@@ -83,6 +88,7 @@ int main(int argc, char **argv) {
   }
   sig->target = target;
   sig->splits = splits;
+  sig->headsPerWorkgroup = headsPerWorkgroup;
 
   ArtifactForms forms;
   forms.emu = !noEmu;

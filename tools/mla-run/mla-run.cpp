@@ -75,6 +75,11 @@ static cl::opt<int64_t> splitsOpt("splits",
 static cl::opt<int64_t> kvTileOpt("kv-tile",
                                   cl::desc("Split pipeline: KV tile rows (default: the config's)"),
                                   cl::init(0), cl::cat(category));
+static cl::opt<int64_t> headsPerWorkgroupOpt(
+    "heads-per-workgroup",
+    cl::desc("emu, hip: heads of the block a workgroup's query rows come "
+             "from (default: all H)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<std::string> targetOpt("target",
                                       cl::desc("Split pipeline: chip the work list is planned for"),
                                       cl::init("gfx950"), cl::cat(category));
@@ -307,12 +312,15 @@ int main(int argc, char **argv) {
   if (emu && (kvTileOpt != 0 || split))
     return fail("the " + backend + " backend runs the gfx950 pipeline: it "
                 "takes --splits, not --pipeline or --kv-tile");
+  if (!emu && headsPerWorkgroupOpt != 0)
+    return fail("--heads-per-workgroup configures the gfx950 kernels (emu, "
+                "hip backends)");
   if (!artifactPath.empty() &&
       (split || splitsOpt != -1 || kvTileOpt != 0 || testCorruptLayout ||
-       dumpIR))
+       dumpIR || headsPerWorkgroupOpt != 0))
     return fail("--artifact runs a compiled artifact: --pipeline, --splits, "
-                "--kv-tile, --dump-ir and --test-corrupt-mfma-layout belong "
-                "to mla-compile");
+                "--kv-tile, --heads-per-workgroup, --dump-ir and "
+                "--test-corrupt-mfma-layout belong to mla-compile");
   if (split && splitsOpt != -1 && splitsOpt < 1)
     return fail("--splits must be at least 1, got " + llvm::Twine(splitsOpt));
   if (smScale < 0.0)
@@ -368,6 +376,7 @@ int main(int argc, char **argv) {
   }
   if (emu) {
     sig.splits = splitsOpt;
+    sig.headsPerWorkgroup = headsPerWorkgroupOpt;
     sig.testCorruptLayout = testCorruptLayout;
   }
   auto out = runThroughRuntime(problem, sig);

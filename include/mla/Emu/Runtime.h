@@ -27,15 +27,20 @@ namespace mla::emu {
 /// Symbols the lane functions call, for the JIT.
 std::vector<std::pair<std::string, void *>> runtimeSymbols();
 
+/// Called with the source of each lane's part of an LDS DMA.
+using DmaObserver = std::function<void(const void *src, int64_t bytes)>;
+
 class WorkgroupRunner {
 public:
   explicit WorkgroupRunner(int numThreads);
   ~WorkgroupRunner();
 
   /// Runs `lane(ctx)` for every thread of workgroup `blockId`; `ctx` is the
-  /// handle the lane passes back to the runtime calls.
+  /// handle the lane passes back to the runtime calls. `dma`, if given, sees
+  /// the global bytes every lane of every LDS DMA reads.
   llvm::Error run(std::array<int64_t, 3> blockId,
-                  const std::function<void(int64_t ctx)> &lane);
+                  const std::function<void(int64_t ctx)> &lane,
+                  const DmaObserver *dma = nullptr);
 
 private:
   struct Impl;

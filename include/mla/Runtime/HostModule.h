@@ -30,6 +30,8 @@ struct KernelSignature {
   std::string target = "gfx950"; // the chip kernels and work lists are for
   int64_t kvTile = 0;            // 0: the config's choice
   int64_t splits = -1;           // -1: balanced planner; N: N items per sequence
+  // gfx950 kernels (emu, hip): 0 = all H heads in one block.
+  int64_t headsPerWorkgroup = 0;
   // emu only, testing only: a deliberately wrong MFMA operand layout.
   bool testCorruptLayout = false;
 };

@@ -54,6 +54,11 @@ struct DecodeToGFX950PipelineOptions
                          llvm::cl::desc("Config override: KV tile rows (0 = "
                                         "the config's choice)"),
                          llvm::cl::init(0)};
+  Option<int64_t> headsPerWorkgroup{
+      *this, "heads-per-workgroup",
+      llvm::cl::desc("Config override: heads of the block a workgroup's "
+                     "query rows come from (0 = all H)"),
+      llvm::cl::init(0)};
   Option<int64_t> pipelineStages{
       *this, "pipeline-stages",
       llvm::cl::desc("Config override: KV tiles in flight (0 = the config's "
@@ -86,6 +91,11 @@ struct DecodeToEmuPipelineOptions
       *this, "splits",
       llvm::cl::desc("Work items per sequence (-1 = balanced planner)"),
       llvm::cl::init(-1)};
+  Option<int64_t> headsPerWorkgroup{
+      *this, "heads-per-workgroup",
+      llvm::cl::desc("Config override: heads of the block a workgroup's "
+                     "query rows come from (0 = all H)"),
+      llvm::cl::init(0)};
   Option<bool> testCorruptLayout{
       *this, "test-corrupt-layout",
       llvm::cl::desc("Testing only: see mla-lower-to-mfma"),

@@ -61,8 +61,8 @@ def MLASelectConfigPass : Pass<"mla-select-config"> {
     head grouping that does not divide H, a non-power-of-two tile,
     `splits=0`) is an error on the op.
 
-    Defaults: `kv_tile` 64; `heads_per_workgroup` 32 on gfx950 when it
-    divides H, else 16 (H on the host); `waves_per_workgroup` 4 (256 threads) on gfx950, 1 on the host;
+    Defaults: `kv_tile` 64 (32 for bf16 on gfx950); `heads_per_workgroup`
+    H (one block of all heads: the rows pack densely); `waves_per_workgroup` 4 (256 threads) on gfx950, 1 on the host;
     `pipeline_stages` 2 on gfx950, 1 on the host; `split_policy = balanced`.
 
     Before:
@@ -88,7 +88,8 @@ def MLASelectConfigPass : Pass<"mla-select-config"> {
     Option<"kvTile", "kv-tile", "int64_t", /*default=*/"0",
            "KV rows per tile (a power of two; 0 = choose)">,
     Option<"headsPerWorkgroup", "heads-per-workgroup", "int64_t",
-           /*default=*/"0", "Query heads per workgroup (0 = choose)">,
+           /*default=*/"0",
+           "Heads of the block a workgroup's query rows come from (0 = H)">,
     Option<"wavesPerWorkgroup", "waves-per-workgroup", "int64_t",
            /*default=*/"0", "Waves per workgroup (0 = choose)">,
     Option<"pipelineStages", "pipeline-stages", "int64_t", /*default=*/"0",
@@ -216,19 +217,24 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
   let summary = "Distribute the split-level ops into gfx950 kernels (L2 -> L3)";
   let description = [{
     Builds `gpu.module @mla_kernels [#rocdl.target<chip = ...>]` with one
-    kernel per `mla.partial_decode` (fp8 KV) and per `mla.combine`, and marks
+    kernel per `mla.partial_decode` and per `mla.combine`, and marks
     each host op with the kernel that runs it (`mla.kernel`). Each kernel
     carries its launch description (`mla.launch`: grid, block, LDS bytes,
     argument names and shapes) and deliberate attributes (`known_block_size` 256,
     `rocdl.flat_work_group_size`, `rocdl.waves_per_eu`).
 
     The partial kernel: a workgroup per (work item, block of 64 query rows),
-    4 waves; the sequence's q_len·H (token, head) rows go 16 to a wave,
-    token-major, so one KV read per tile serves 64 rows (every head of a
-    token when H <= 64; blocks past a sequence's rows return at once); KV
-    tiles (64 fp8 / 32 bf16 / 64 mxfp4 rows) DMA'd global -> LDS with
-    `amdgpu.gather_to_lds` (16 bytes per lane) into 2 stages, the next tile
-    in flight while the current one is used; the QKᵀ and PV tile
+    4 waves; the (token, head) rows of a block of `heads_per_workgroup`
+    heads go 16 to a wave, token-major, so one KV read per tile serves 64
+    rows (every head of a token when H <= 64; blocks past a sequence's rows
+    return at once). The grid is roundup(work items, xcds) · H/16 on one
+    axis, and the kernel puts a work item's H/16 row blocks in consecutive
+    dispatch slots of one XCD (the chip deals workgroup ids to XCDs round
+    robin), so they share its L2 and each cache byte comes from HBM once. KV
+    tiles (64 fp8 / 32 bf16 / 64 mxfp4 rows; mxfp4 with its E8M0 scales)
+    are DMA'd global -> LDS with `amdgpu.gather_to_lds` into 2 stages, the
+    next tile in flight while the current one is used — the only reads of
+    the cache; the QKᵀ and PV tile
     contractions as wave-level `vector.contract` (fp8: QK in bf16 on Q as it
     is and K widened, PV in fp8 with P as p·448 in two parts; bf16: bf16
     throughout); an online softmax per lane. mxfp4: QK as scaled MFMAs with
@@ -244,10 +250,14 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
     gpu.module @mla_kernels [#rocdl.target<chip = "gfx950", O = 3>] {
       gpu.func @mla_partial_decode(...) workgroup(...) kernel
           attributes {known_block_size = array<i32: 256, 1, 1>,
-                      mla.launch = {block = [256, 1, 1], lds_bytes = 135424, ...}} {
+                      mla.launch = {block = [256, 1, 1], grid = ["roundup(num_work_items,8)*1", "1", "1"],
+                                    lds_bytes = 98560, ...}} {
+        %id = gpu.block_id x
+        %xcd = arith.remui %id, %c8 : index
+        ...
         amdgpu.gather_to_lds %kv[...], %lds[...] : vector<16xf8E4M3FN>, ...
         scf.for %t = %begin to %end step %c64 iter_args(...) {
-          %s = vector.contract ... : vector<16x576xf8E4M3FN>, vector<64x576xf8E4M3FN> into vector<16x64xf32>
+          %s = vector.contract ... : vector<16x576xbf16>, vector<64x576xbf16> into vector<16x64xf32>
           ...
           %o = vector.contract ... : vector<16x64xf8E4M3FN>, vector<64x512xf8E4M3FN> into vector<16x512xf32>
         }

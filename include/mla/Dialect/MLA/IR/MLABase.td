@@ -101,8 +101,10 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
   let description = [{
     Chosen by `mla-select-config` from the target, each field overridable:
     - `kv_tile`: cache rows per tile of the KV loop (a power of two);
-    - `heads_per_workgroup`: query heads one workgroup serves (a multiple of
-      16 dividing H); the KV tile is read once for all of them;
+    - `heads_per_workgroup`: the head grouping — a workgroup's query rows
+      are (token, head) rows of one block of this many heads (a multiple of
+      16 dividing H), packed token-major, 16 per wave; the KV tile is read
+      once for all of them;
     - `waves_per_workgroup`: waves of one workgroup;
     - `pipeline_stages`: KV tiles in flight (LDS buffers);
     - `split_policy`: `balanced` (the planner sizes work items to fill the
