@@ -73,3 +73,13 @@ llvm::Error Backend::copyToHost(void *dst, const void *src, size_t bytes) {
 }
 
 llvm::Error Backend::synchronize(void *) { return llvm::Error::success(); }
+
+llvm::Error Backend::modelKVTraffic(bool) {
+  return statusError(Status::InvalidArgument,
+                     "only the emu backend models cache traffic");
+}
+
+llvm::Expected<KVTraffic> Backend::kvTraffic() const {
+  return statusError(Status::InvalidArgument,
+                     "only the emu backend models cache traffic");
+}

@@ -37,6 +37,12 @@ struct LaunchBuffers {
   llvm::Expected<int64_t> resolve(llvm::StringRef entry) const;
 };
 
+/// The emu backend's cache-traffic model (mla_kv_traffic).
+struct KVTraffic {
+  uint64_t cacheBytes = 0, dmaBytes = 0, otherXcdBytes = 0, maxSlotSpan = 0;
+  int xcds = 1, cusPerXcd = 1;
+};
+
 class LoadedKernel {
 public:
   virtual ~LoadedKernel();
@@ -53,6 +59,10 @@ public:
   virtual bool usesWorkList() const { return true; }
   virtual llvm::Expected<std::unique_ptr<LoadedKernel>>
   load(const Artifact &artifact) = 0;
+
+  /// The cache-traffic model; only the emu backend has one.
+  virtual llvm::Error modelKVTraffic(bool enable);
+  virtual llvm::Expected<KVTraffic> kvTraffic() const;
 
   // Device memory; host memory unless overridden.
   virtual llvm::Error allocate(size_t bytes, void **ptr);

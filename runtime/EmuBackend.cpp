@@ -14,12 +14,15 @@
 #include "mla/Emu/Runtime.h"
 #include "mla/Runtime/JitSupport.h"
 #include "mla/Runtime/Status.h"
+#include "mla/Target/KnownTargets.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mla/Transforms/Passes.h"
+
+#include <mutex>
 
 using namespace mla;
 using namespace mla::rt;
@@ -36,13 +39,105 @@ struct LaneKernel {
   std::vector<int64_t> ldsBytes;
 };
 
+/// The cache-traffic model of a context (mla_kv_traffic): totals over the
+/// modelled launches; launches on several threads add to it.
+class TrafficTotals {
+public:
+  void enable(bool on) {
+    std::lock_guard<std::mutex> lock(mutex);
+    enabled = on;
+    if (on)
+      totals = KVTraffic();
+  }
+  bool isEnabled() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    return enabled;
+  }
+  void add(const KVTraffic &launch) {
+    std::lock_guard<std::mutex> lock(mutex);
+    totals.cacheBytes += launch.cacheBytes;
+    totals.dmaBytes += launch.dmaBytes;
+    totals.otherXcdBytes += launch.otherXcdBytes;
+    totals.maxSlotSpan = std::max(totals.maxSlotSpan, launch.maxSlotSpan);
+    totals.xcds = launch.xcds;
+    totals.cusPerXcd = launch.cusPerXcd;
+  }
+  KVTraffic get() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    return totals;
+  }
+
+private:
+  mutable std::mutex mutex;
+  bool enabled = false;
+  KVTraffic totals;
+};
+
+/// One launch's cache reads: for every cache byte, the first workgroup that
+/// read it; a later read on the same XCD is an L2 hit (if the readers run
+/// together: the slot span), one on another XCD a second HBM read.
+class CacheReadTracker {
+public:
+  CacheReadTracker(const TargetInfo &target) {
+    traffic.xcds = std::max(1, target.xcds);
+    traffic.cusPerXcd = std::max(1, target.computeUnits / traffic.xcds);
+  }
+  void addRange(const void *begin, int64_t bytes) {
+    ranges.push_back({static_cast<const char *>(begin), bytes,
+                      std::vector<int32_t>(bytes, -1)});
+  }
+  void setWorkgroup(int64_t linearId) { workgroup = int32_t(linearId); }
+  void read(const void *src, int64_t bytes) {
+    for (Range &r : ranges) {
+      const char *p = static_cast<const char *>(src);
+      if (p < r.begin || p + bytes > r.begin + r.bytes)
+        continue;
+      traffic.dmaBytes += bytes;
+      for (int64_t i = p - r.begin, e = i + bytes; i < e; ++i) {
+        int32_t first = r.firstReader[i];
+        if (first < 0) {
+          r.firstReader[i] = workgroup;
+          ++traffic.cacheBytes;
+        } else if (first % traffic.xcds != workgroup % traffic.xcds) {
+          ++traffic.otherXcdBytes;
+        } else {
+          traffic.maxSlotSpan =
+              std::max<uint64_t>(traffic.maxSlotSpan,
+                                 (workgroup - first) / traffic.xcds);
+        }
+      }
+      return;
+    }
+  }
+  const KVTraffic &result() const { return traffic; }
+
+private:
+  struct Range {
+    const char *begin;
+    int64_t bytes;
+    std::vector<int32_t> firstReader;
+  };
+  std::vector<Range> ranges;
+  int32_t workgroup = 0;
+  KVTraffic traffic;
+};
+
 class EmuKernel : public LoadedKernel {
 public:
+  explicit EmuKernel(TrafficTotals &traffic) : traffic(traffic) {}
   llvm::Error init(const Artifact &artifact);
   llvm::Error launch(const LaunchBuffers &buffers, void *stream) override;
 
 private:
-  llvm::Error run(LaneKernel &kernel, const LaunchBuffers &buffers);
+  llvm::Error run(LaneKernel &kernel, const LaunchBuffers &buffers,
+                  CacheReadTracker *tracker);
+  /// The cache buffers' bytes: kv, and mxfp4's block scales.
+  llvm::Error trackCache(const LaunchBuffers &buffers,
+                         CacheReadTracker &tracker);
+
+  TrafficTotals &traffic;
+  const TargetInfo *target = nullptr;
+  CacheFormat format = CacheFormat::FP8;
 
   mlir::MLIRContext context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
@@ -50,6 +145,11 @@ private:
 };
 
 llvm::Error EmuKernel::init(const Artifact &artifact) {
+  target = lookupTarget(artifact.chip);
+  if (!target)
+    return statusError(Status::TargetMismatch,
+                       "the emu backend does not know chip " + artifact.chip);
+  format = artifact.format;
   prepareContext(context);
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
@@ -111,7 +211,30 @@ llvm::Error EmuKernel::init(const Artifact &artifact) {
   return llvm::Error::success();
 }
 
-llvm::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers) {
+llvm::Error EmuKernel::trackCache(const LaunchBuffers &buffers,
+                                  CacheReadTracker &tracker) {
+  for (const ArtifactKernelArg &arg : partial.desc.args) {
+    bool isCache = arg.name == "kv" ||
+                   (arg.name == "kv_scale" && format == CacheFormat::MXFP4);
+    if (!isCache)
+      continue;
+    int64_t bytes = arg.name == "kv" && format == CacheFormat::BF16 ? 2 : 1;
+    for (const std::string &d : arg.dims) {
+      auto size = buffers.resolve(d);
+      if (!size)
+        return size.takeError();
+      bytes *= *size;
+    }
+    auto ptr = buffers.pointer(arg.name);
+    if (!ptr)
+      return ptr.takeError();
+    tracker.addRange(*ptr, bytes);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers,
+                           CacheReadTracker *tracker) {
   // Descriptors of the arguments, then private workgroup memory: this
   // launch's own, so concurrent launches never share it.
   std::vector<std::vector<int64_t>> descriptors;
@@ -146,9 +269,15 @@ llvm::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers) {
   }
   emu::WorkgroupRunner runner(kernel.desc.block[0] * kernel.desc.block[1] *
                               kernel.desc.block[2]);
+  emu::DmaObserver observer = [&](const void *src, int64_t bytes) {
+    tracker->read(src, bytes);
+  };
   for (int64_t z = 0; z < grid[2]; ++z)
     for (int64_t y = 0; y < grid[1]; ++y)
       for (int64_t x = 0; x < grid[0]; ++x) {
+        // Workgroups in dispatch order: linear ids, x fastest.
+        if (tracker)
+          tracker->setWorkgroup(x + grid[0] * (y + grid[1] * z));
         auto lane = [&](int64_t ctx) {
           std::vector<void *> packed;
           for (void *&w : words)
@@ -157,7 +286,8 @@ llvm::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers) {
           packed.push_back(&context);
           kernel.fn(packed.data());
         };
-        if (llvm::Error err = runner.run({x, y, z}, lane))
+        if (llvm::Error err =
+                runner.run({x, y, z}, lane, tracker ? &observer : nullptr))
           return statusError(Status::LaunchFailed,
                              "emu: kernel " + kernel.desc.name + " failed: " +
                                  llvm::toString(std::move(err)));
@@ -166,9 +296,17 @@ llvm::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers) {
 }
 
 llvm::Error EmuKernel::launch(const LaunchBuffers &buffers, void *) {
-  if (llvm::Error err = run(partial, buffers))
+  std::optional<CacheReadTracker> tracker;
+  if (traffic.isEnabled()) {
+    tracker.emplace(*target);
+    if (llvm::Error err = trackCache(buffers, *tracker))
+      return err;
+  }
+  if (llvm::Error err = run(partial, buffers, tracker ? &*tracker : nullptr))
     return err;
-  return run(combine, buffers);
+  if (tracker)
+    traffic.add(tracker->result());
+  return run(combine, buffers, nullptr);
 }
 
 class EmuBackend : public Backend {
@@ -185,11 +323,21 @@ public:
                          "the artifact has no emu form (compiled without "
                          "it); recompile it with the emu form or use the cpu "
                          "backend");
-    auto kernel = std::make_unique<EmuKernel>();
+    auto kernel = std::make_unique<EmuKernel>(traffic);
     if (llvm::Error err = kernel->init(artifact))
       return std::move(err);
     return std::unique_ptr<LoadedKernel>(std::move(kernel));
   }
+  llvm::Error modelKVTraffic(bool enable) override {
+    traffic.enable(enable);
+    return llvm::Error::success();
+  }
+  llvm::Expected<KVTraffic> kvTraffic() const override {
+    return traffic.get();
+  }
+
+private:
+  TrafficTotals traffic;
 };
 } // namespace
 

@@ -393,4 +393,22 @@ mla_status mla_launch(mla_kernel kernel, mla_plan plan,
   return MLA_SUCCESS;
 }
 
+mla_status mla_emu_model_kv_traffic(mla_context context, int enable) {
+  MLA_REQUIRE(context, "mla_emu_model_kv_traffic: context is NULL");
+  if (llvm::Error err = context->backend->modelKVTraffic(enable != 0))
+    return fail(std::move(err));
+  return MLA_SUCCESS;
+}
+
+mla_status mla_emu_kv_traffic(mla_context context, mla_kv_traffic *traffic) {
+  MLA_REQUIRE(context && traffic, "mla_emu_kv_traffic: NULL argument");
+  auto totals = context->backend->kvTraffic();
+  if (!totals)
+    return fail(totals.takeError());
+  *traffic = {totals->cacheBytes,    totals->dmaBytes,
+              totals->otherXcdBytes, totals->maxSlotSpan,
+              totals->xcds,          totals->cusPerXcd};
+  return MLA_SUCCESS;
+}
+
 } // extern "C"

@@ -448,6 +448,73 @@ TEST(Runtime, ConcurrentEmuLaunches) {
   mla_kernel_destroy(kernel);
 }
 
+TEST(Runtime, SizeExpressions) {
+  std::pair<llvm::StringRef, int64_t> symbols[] = {{"num_work_items", 13},
+                                                   {"num_sequences", 3}};
+  auto value = [&](llvm::StringRef entry) -> int64_t {
+    auto v = resolveDim(entry, symbols);
+    if (!v) {
+      llvm::consumeError(v.takeError());
+      return -1;
+    }
+    return *v;
+  };
+  EXPECT_EQ(value("576"), 576);
+  EXPECT_EQ(value("num_sequences"), 3);
+  EXPECT_EQ(value("roundup(num_work_items,8)"), 16);
+  EXPECT_EQ(value("roundup(num_work_items,8)*8"), 128);
+  EXPECT_EQ(value("num_sequences*2*num_work_items"), 78);
+  EXPECT_EQ(value("roundup(num_sequences,1)"), 3);
+  EXPECT_EQ(value("num_heads"), -1);
+  EXPECT_EQ(value("roundup(num_work_items,0)"), -1);
+  EXPECT_EQ(value("roundup(num_work_items)"), -1);
+  EXPECT_EQ(value("num_sequences*"), -1);
+  EXPECT_EQ(value("-3"), -1);
+}
+
+TEST(Runtime, EmuKVTrafficModel) {
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  ASSERT_EQ(load(MLA_BACKEND_EMU, fp8Artifact(), &g.context, &kernel),
+            MLA_SUCCESS)
+      << mla_last_error();
+  mla_kv_traffic t;
+  EXPECT_EQ(mla_emu_kv_traffic(g.context, nullptr),
+            MLA_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(mla_emu_model_kv_traffic(g.context, 1), MLA_SUCCESS);
+  DecodeProblem p = smallProblem({70, 1, 200}, 2);
+  mla_plan pl = plan(kernel, p);
+  Launchable l(pl, p);
+  for (int i = 0; i < 2; ++i)
+    ASSERT_EQ(mla_launch(kernel, pl, &l.args, nullptr), MLA_SUCCESS)
+        << mla_last_error();
+  ASSERT_EQ(mla_emu_kv_traffic(g.context, &t), MLA_SUCCESS);
+  // Every row of the cache, twice (two launches), each byte on one XCD.
+  EXPECT_EQ(t.cache_bytes, 2u * 271 * 576);
+  EXPECT_GE(t.dma_bytes, t.cache_bytes);
+  EXPECT_EQ(t.other_xcd_bytes, 0u);
+  EXPECT_EQ(t.xcds, 8);
+  EXPECT_EQ(t.cus_per_xcd, 32);
+  // Enabling again starts from zero; disabled, launches add nothing.
+  ASSERT_EQ(mla_emu_model_kv_traffic(g.context, 1), MLA_SUCCESS);
+  ASSERT_EQ(mla_emu_model_kv_traffic(g.context, 0), MLA_SUCCESS);
+  ASSERT_EQ(mla_launch(kernel, pl, &l.args, nullptr), MLA_SUCCESS);
+  ASSERT_EQ(mla_emu_kv_traffic(g.context, &t), MLA_SUCCESS);
+  EXPECT_EQ(t.cache_bytes, 0u);
+  mla_plan_destroy(pl);
+  mla_kernel_destroy(kernel);
+
+  // Only the emu backend models traffic.
+  ContextGuard cpu;
+  ASSERT_EQ(mla_context_create(MLA_BACKEND_CPU, 0, &cpu.context), MLA_SUCCESS);
+  EXPECT_EQ(mla_emu_model_kv_traffic(cpu.context, 1),
+            MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(mla_last_error()).find("only the emu backend"),
+            std::string::npos);
+  EXPECT_EQ(mla_emu_kv_traffic(cpu.context, &t), MLA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(mla_emu_model_kv_traffic(nullptr, 1), MLA_ERROR_INVALID_ARGUMENT);
+}
+
 TEST(Runtime, CppWrapper) {
   namespace rt = mla::runtime;
   rt::Context context(MLA_BACKEND_CPU);

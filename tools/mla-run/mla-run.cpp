@@ -107,6 +107,13 @@ static cl::opt<bool> dumpIR("dump-ir",
                                      "the backend's form of the decode"),
                             cl::cat(category));
 
+static cl::opt<bool> kvTraffic(
+    "kv-traffic",
+    cl::desc("emu: print the modelled cache traffic of the partial kernel "
+             "(distinct bytes, DMA bytes, reads from other XCDs, HBM reads "
+             "per byte)"),
+    cl::cat(category));
+
 static int fail(const llvm::Twine &msg) {
   llvm::WithColor::error(llvm::errs(), "mla-run") << msg << "\n";
   return 1;
@@ -257,6 +264,9 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
   args.num_tokens = static_cast<int32_t>(T);
   args.num_kv_rows = static_cast<int32_t>(p.numRows);
 
+  if (kvTraffic)
+    CHECK_MLA(mla_emu_model_kv_traffic(h.context, 1),
+              "modelling the cache traffic");
   std::vector<double> times;
   for (int i = 0; i < repeat; ++i) {
     auto start = std::chrono::steady_clock::now();
@@ -270,6 +280,27 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
     std::sort(times.begin(), times.end());
     llvm::outs() << llvm::format("median_time_ms=%.3f over %d runs\n",
                                  times[times.size() / 2], (int)repeat);
+  }
+  if (kvTraffic) {
+    mla_kv_traffic t;
+    CHECK_MLA(mla_emu_kv_traffic(h.context, &t), "reading the cache traffic");
+    // Readers of a byte on one XCD share its L2 only if they run together.
+    bool together = t.max_slot_span < uint64_t(t.cus_per_xcd);
+    double cache = std::max<double>(1.0, double(t.cache_bytes));
+    llvm::outs() << llvm::format(
+        "kv_traffic: cache_bytes=%llu dma_bytes=%llu (%.2f per byte, from L2 "
+        "after the first) other_xcd_bytes=%llu max_slot_span=%llu "
+        "(%d CUs per XCD, %d XCDs)\n",
+        (unsigned long long)t.cache_bytes, (unsigned long long)t.dma_bytes,
+        t.dma_bytes / cache, (unsigned long long)t.other_xcd_bytes,
+        (unsigned long long)t.max_slot_span, t.cus_per_xcd, t.xcds);
+    if (together)
+      llvm::outs() << llvm::format(
+          "kv_traffic: hbm_reads_per_byte=%.3f\n",
+          (t.cache_bytes + t.other_xcd_bytes) / cache);
+    else
+      llvm::outs() << "kv_traffic: hbm_reads_per_byte unknown (readers of a "
+                      "byte do not run together on its XCD)\n";
   }
   RunOutput result;
   result.out.resize(T * H * p.vDim);
@@ -303,6 +334,9 @@ int main(int argc, char **argv) {
     return fail("unknown --backend '" + backend + "' (available: cpu, emu, hip)");
   if (repeat < 1)
     return fail("--repeat must be at least 1");
+  if (kvTraffic && backend != "emu")
+    return fail("--kv-traffic models the emu backend's launches; use "
+                "--backend emu");
   if (pipeline != "decompose" && pipeline != "split")
     return fail("unknown --pipeline '" + pipeline + "' (decompose or split)");
   bool split = pipeline == "split";

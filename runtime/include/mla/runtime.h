@@ -155,6 +155,29 @@ typedef struct mla_decode_args {
 mla_status mla_launch(mla_kernel kernel, mla_plan plan,
                       const mla_decode_args *args, void *stream);
 
+/* The emu backend's model of where the cache bytes of a launch come from
+ * (docs/runtime.md): the chip deals workgroup ids round-robin to its XCDs
+ * (id % xcds), each XCD has one L2, and a cache byte comes from HBM once
+ * per XCD whose workgroups read it, provided those workgroups run together
+ * (their dispatch slots on the XCD less than cus_per_xcd apart). So the HBM
+ * reads are cache_bytes + other_xcd_bytes, and cache_bytes alone when
+ * other_xcd_bytes is 0 and max_slot_span < cus_per_xcd. */
+typedef struct mla_kv_traffic {
+  uint64_t cache_bytes;     /* distinct cache bytes read (mxfp4: with scales) */
+  uint64_t dma_bytes;       /* cache bytes all workgroups DMA'd into LDS */
+  uint64_t other_xcd_bytes; /* reads of a byte on another XCD than its first */
+  uint64_t max_slot_span;   /* widest slot distance of a byte's readers on an XCD */
+  int32_t xcds;             /* XCDs of the chip */
+  int32_t cus_per_xcd;      /* partial-kernel workgroups an XCD runs at once */
+} mla_kv_traffic;
+
+/* emu contexts only: `enable` != 0 zeroes the totals and models the partial
+ * kernel's cache reads of every later launch (4 bytes of host memory per
+ * cache byte while a launch runs); 0 stops. */
+mla_status mla_emu_model_kv_traffic(mla_context context, int enable);
+/* The totals over the launches modelled since it was enabled. */
+mla_status mla_emu_kv_traffic(mla_context context, mla_kv_traffic *traffic);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
