@@ -24,4 +24,5 @@ echo "== mla-opt --mla-decode-to-gfx950 | mla-translate --mla-to-hsaco: the gfx9
 "$bin/mla-translate" --kernel-report "$build/decode_fp8.hsaco"
 
 echo "== mla-run --backend emu: those gfx950 kernels on the CPU, checked against the reference"
-"$bin/mla-run" --backend emu --generate --format fp8 --kv-len 1000,17,1,0 --q-len 2 --heads 16 --seed 1
+echo "   (--kv-traffic: where the cache bytes come from; HBM reads per byte = 1)"
+"$bin/mla-run" --backend emu --generate --format fp8 --kv-len 1000,17,1,0 --q-len 2 --heads 16 --seed 1 --kv-traffic
