@@ -496,17 +496,20 @@ llvm::Expected<int64_t> mla::resolveDim(
     if (factor.consume_front("roundup(") && factor.consume_back(")")) {
       auto [name, multipleText] = factor.split(',');
       int64_t multiple;
-      if (multipleText.trim().getAsInteger(10, multiple) || multiple <= 0)
+      if (multipleText.trim().getAsInteger(10, multiple) || multiple <= 0 ||
+          multiple > INT32_MAX)
         return invalid("roundup needs a positive multiple");
-      if ((value = symbol(name.trim())))
+      if ((value = symbol(name.trim())) && *value >= 0 && *value <= INT32_MAX)
         value = (*value + multiple - 1) / multiple * multiple;
     } else {
       value = symbol(factor);
     }
     if (!value)
       return invalid("unknown size symbol '" + factor + "'");
-    if (*value < 0)
-      return invalid("negative size");
+    // Sizes are 32-bit at launch (HIP grids, the C API's counts).
+    if (*value < 0 || *value > INT32_MAX ||
+        (*value != 0 && product > INT32_MAX / *value))
+      return invalid("size out of range");
     product *= *value;
   }
   return product;

@@ -470,6 +470,9 @@ TEST(Runtime, SizeExpressions) {
   EXPECT_EQ(value("roundup(num_work_items)"), -1);
   EXPECT_EQ(value("num_sequences*"), -1);
   EXPECT_EQ(value("-3"), -1);
+  EXPECT_EQ(value("num_work_items*2147483647"), -1);
+  EXPECT_EQ(value("roundup(num_work_items,99999999999)"), -1);
+  EXPECT_EQ(value("roundup(9223372036854775807,8)"), -1);
 }
 
 TEST(Runtime, EmuKVTrafficModel) {
