@@ -73,25 +73,33 @@ private:
   KVTraffic totals;
 };
 
-/// One launch's cache reads: for every cache byte, the first workgroup that
-/// read it; a later read on the same XCD is an L2 hit (if the readers run
-/// together: the slot span), one on another XCD a second HBM read.
+/// One launch's cache reads. Every DMA must read inside the cache buffers
+/// (a kernel that reads past them is an error, not a silent read of other
+/// memory). When modelling traffic it also keeps, for every cache byte, the
+/// first workgroup that read it: a later read on the same XCD is an L2 hit
+/// (if the readers run together: the slot span), one on another XCD a
+/// second HBM read.
 class CacheReadTracker {
 public:
-  CacheReadTracker(const TargetInfo &target) {
+  CacheReadTracker(const TargetInfo &target, bool modelTraffic)
+      : modelTraffic(modelTraffic) {
     traffic.xcds = std::max(1, target.xcds);
     traffic.cusPerXcd = std::max(1, target.computeUnits / traffic.xcds);
   }
-  void addRange(const void *begin, int64_t bytes) {
-    ranges.push_back({static_cast<const char *>(begin), bytes,
-                      std::vector<int32_t>(bytes, -1)});
+  void addRange(llvm::StringRef name, const void *begin, int64_t bytes) {
+    ranges.push_back({name.str(), static_cast<const char *>(begin), bytes,
+                      std::vector<int32_t>(modelTraffic ? bytes : 0, -1)});
   }
   void setWorkgroup(int64_t linearId) { workgroup = int32_t(linearId); }
+  /// The first DMA outside the cache buffers, if any.
+  const std::optional<std::string> &outOfBounds() const { return stray; }
   void read(const void *src, int64_t bytes) {
+    const char *p = static_cast<const char *>(src);
     for (Range &r : ranges) {
-      const char *p = static_cast<const char *>(src);
       if (p < r.begin || p + bytes > r.begin + r.bytes)
         continue;
+      if (!modelTraffic)
+        return;
       traffic.dmaBytes += bytes;
       for (int64_t i = p - r.begin, e = i + bytes; i < e; ++i) {
         int32_t first = r.firstReader[i];
@@ -108,15 +116,28 @@ public:
       }
       return;
     }
+    if (!stray) {
+      std::string where;
+      for (const Range &r : ranges)
+        where += (where.empty() ? "" : ", ") + r.name + " at byte offset " +
+                 std::to_string(p - r.begin) + " of " +
+                 std::to_string(r.bytes);
+      stray = "workgroup " + std::to_string(workgroup) + " DMA'd " +
+              std::to_string(bytes) + " bytes outside the cache (" + where +
+              ")";
+    }
   }
   const KVTraffic &result() const { return traffic; }
 
 private:
   struct Range {
+    std::string name;
     const char *begin;
     int64_t bytes;
     std::vector<int32_t> firstReader;
   };
+  bool modelTraffic;
+  std::optional<std::string> stray;
   std::vector<Range> ranges;
   int32_t workgroup = 0;
   KVTraffic traffic;
@@ -131,7 +152,8 @@ public:
 private:
   llvm::Error run(LaneKernel &kernel, const LaunchBuffers &buffers,
                   CacheReadTracker *tracker);
-  /// The cache buffers' bytes: kv, and mxfp4's block scales.
+  /// The cache buffers' bytes: kv, and mxfp4's block scales (the only
+  /// buffers the partial kernel DMAs from).
   llvm::Error trackCache(const LaunchBuffers &buffers,
                          CacheReadTracker &tracker);
 
@@ -228,7 +250,7 @@ llvm::Error EmuKernel::trackCache(const LaunchBuffers &buffers,
     auto ptr = buffers.pointer(arg.name);
     if (!ptr)
       return ptr.takeError();
-    tracker.addRange(*ptr, bytes);
+    tracker.addRange(arg.name, *ptr, bytes);
   }
   return llvm::Error::success();
 }
@@ -291,21 +313,23 @@ llvm::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers,
           return statusError(Status::LaunchFailed,
                              "emu: kernel " + kernel.desc.name + " failed: " +
                                  llvm::toString(std::move(err)));
+        if (tracker && tracker->outOfBounds())
+          return statusError(Status::LaunchFailed,
+                             "emu: kernel " + kernel.desc.name + ": " +
+                                 *tracker->outOfBounds());
       }
   return llvm::Error::success();
 }
 
 llvm::Error EmuKernel::launch(const LaunchBuffers &buffers, void *) {
-  std::optional<CacheReadTracker> tracker;
-  if (traffic.isEnabled()) {
-    tracker.emplace(*target);
-    if (llvm::Error err = trackCache(buffers, *tracker))
-      return err;
-  }
-  if (llvm::Error err = run(partial, buffers, tracker ? &*tracker : nullptr))
+  bool modelTraffic = traffic.isEnabled();
+  CacheReadTracker tracker(*target, modelTraffic);
+  if (llvm::Error err = trackCache(buffers, tracker))
     return err;
-  if (tracker)
-    traffic.add(tracker->result());
+  if (llvm::Error err = run(partial, buffers, &tracker))
+    return err;
+  if (modelTraffic)
+    traffic.add(tracker.result());
   return run(combine, buffers, nullptr);
 }
 

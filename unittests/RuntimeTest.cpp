@@ -269,6 +269,31 @@ TEST(Runtime, NoEmuForm) {
             MLA_ERROR_BACKEND_UNAVAILABLE);
 }
 
+TEST(Runtime, EmuRejectsDMAOutsideTheCache) {
+  // A manifest that describes the cache as 7 rows: the kernel's DMA of the
+  // real rows falls outside it, and the emu says so instead of reading on.
+  auto artifact = parseArtifact(fp8Artifact());
+  ASSERT_TRUE(bool(artifact)) << llvm::toString(artifact.takeError());
+  for (ArtifactKernelArg &arg : artifact->kernels[0].args)
+    if (arg.name == "kv")
+      arg.dims[0] = "7";
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  ASSERT_EQ(load(MLA_BACKEND_EMU, serializeArtifact(*artifact), &g.context,
+                 &kernel),
+            MLA_SUCCESS)
+      << mla_last_error();
+  DecodeProblem p = smallProblem({70, 1}, 1);
+  mla_plan pl = plan(kernel, p);
+  Launchable l(pl, p);
+  EXPECT_EQ(mla_launch(kernel, pl, &l.args, nullptr), MLA_ERROR_LAUNCH_FAILED);
+  EXPECT_NE(std::string(mla_last_error()).find("outside the cache (kv at"),
+            std::string::npos)
+      << mla_last_error();
+  mla_plan_destroy(pl);
+  mla_kernel_destroy(kernel);
+}
+
 //===----------------------------------------------------------------------===//
 // Null pointers and bad values
 //===----------------------------------------------------------------------===//
