@@ -269,6 +269,66 @@ TEST(Runtime, NoEmuForm) {
             MLA_ERROR_BACKEND_UNAVAILABLE);
 }
 
+/// Sequences with different query-token counts in one batch (1, 4, 2, 3):
+/// each sequence has its own number of busy row blocks, token i of a
+/// sequence its own causal end.
+TEST(Runtime, MixedQueryLengthsOnEmu) {
+  const std::vector<int64_t> qLens = {1, 4, 2, 3};
+  for (CacheFormat format :
+       {CacheFormat::FP8, CacheFormat::BF16, CacheFormat::MXFP4}) {
+    GenerateOptions options;
+    options.format = format;
+    options.kvLens = {70, 1, 130, 5};
+    options.qLen = 4;
+    options.numHeads = 64;
+    options.seed = 11;
+    auto generated = generateProblem(options);
+    ASSERT_TRUE(bool(generated)) << llvm::toString(generated.takeError());
+    DecodeProblem p = std::move(*generated);
+    // Keep the first q_len tokens of each sequence's four.
+    int64_t tokenElems = p.numHeads * p.qkDim;
+    std::vector<uint16_t> q;
+    std::vector<int32_t> qo = {0};
+    for (size_t b = 0; b < qLens.size(); ++b) {
+      auto first = p.q.begin() + 4 * b * tokenElems;
+      q.insert(q.end(), first, first + qLens[b] * tokenElems);
+      qo.push_back(qo.back() + qLens[b]);
+    }
+    p.q = std::move(q);
+    p.qoIndptr = qo;
+    p.numTokens = qo.back();
+    ASSERT_FALSE(bool(validateProblem(p)));
+
+    ArtifactForms forms;
+    forms.gfx950 = false;
+    auto artifact = compileArtifact({format, 64, 576, 512}, forms);
+    ASSERT_TRUE(bool(artifact)) << llvm::toString(artifact.takeError());
+    ContextGuard g;
+    mla_kernel kernel = nullptr;
+    ASSERT_EQ(load(MLA_BACKEND_EMU, serializeArtifact(*artifact), &g.context,
+                   &kernel),
+              MLA_SUCCESS)
+        << mla_last_error();
+    mla_plan pl = plan(kernel, p);
+    Launchable l(pl, p);
+    if (format == CacheFormat::MXFP4)
+      l.args.kv_scale = p.mxScales.data();
+    else if (format == CacheFormat::BF16)
+      l.args.kv_scale = nullptr;
+    ASSERT_EQ(mla_launch(kernel, pl, &l.args, nullptr), MLA_SUCCESS)
+        << mla_last_error();
+    Tolerance tol = defaultTolerance(format);
+    tol.maxRelErr = format == CacheFormat::BF16 ? 4e-3 : 5e-3;
+    ErrorReport report =
+        compareWithReference(referenceDecode(p), l.out, l.lse, tol);
+    EXPECT_TRUE(report.passed(tol))
+        << formatName(format) << ": rel_err " << report.relErr << ", "
+        << report.numOutOfTolerance << " elements out of tolerance";
+    mla_plan_destroy(pl);
+    mla_kernel_destroy(kernel);
+  }
+}
+
 TEST(Runtime, EmuRejectsDMAOutsideTheCache) {
   // A manifest that describes the cache as 7 rows: the kernel's DMA of the
   // real rows falls outside it, and the emu says so instead of reading on.
