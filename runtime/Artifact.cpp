@@ -171,13 +171,18 @@ llvm::json::Value kernelToJSON(const ArtifactKernel &kernel) {
         {"dims", llvm::json::Array(arg.dims)},
         {"kernarg_fields", std::move(fields)}});
   }
-  return llvm::json::Object{
+  llvm::json::Object object{
       {"name", kernel.name},
       {"grid", llvm::json::Array(kernel.grid)},
       {"block", llvm::json::Array(kernel.block)},
       {"lds_bytes", kernel.ldsBytes},
       {"kernarg_bytes", kernel.kernargBytes},
       {"args", std::move(args)}};
+  if (kernel.rowsPerWorkgroup > 0) {
+    object["rows_per_workgroup"] = kernel.rowsPerWorkgroup;
+    object["heads_per_block"] = kernel.headsPerBlock;
+  }
+  return object;
 }
 
 /// Reads manifest fields with one error path: the first missing or
@@ -259,6 +264,16 @@ void readKernel(ManifestReader &r, const llvm::json::Object *o,
   }
   kernel.ldsBytes = r.integer(o, "lds_bytes", path + ".lds_bytes");
   kernel.kernargBytes = r.integer(o, "kernarg_bytes", path + ".kernarg_bytes");
+  if (o->get("rows_per_workgroup")) {
+    kernel.rowsPerWorkgroup =
+        r.integer(o, "rows_per_workgroup", path + ".rows_per_workgroup");
+    kernel.headsPerBlock =
+        r.integer(o, "heads_per_block", path + ".heads_per_block");
+    if (!r.failed() &&
+        (kernel.rowsPerWorkgroup <= 0 || kernel.headsPerBlock <= 0))
+      r.fail(path + ".rows_per_workgroup",
+             "and heads_per_block must be positive");
+  }
   const llvm::json::Array *args = r.array(o, "args", path + ".args");
   if (!args)
     return;

@@ -269,6 +269,17 @@ mla_status mla_plan_create(mla_kernel kernel, int32_t num_seqs,
   const Artifact &a = kernel->artifact;
   SplitOptions options;
   options.forcedSplits = a.forcedSplits;
+  // The workgroups an item keeps busy: the partial kernel's row blocks
+  // that hold rows of the sequence.
+  if (!a.kernels.empty() && a.kernels[0].rowsPerWorkgroup > 0) {
+    int64_t rows = a.kernels[0].rowsPerWorkgroup;
+    int64_t heads = a.kernels[0].headsPerBlock;
+    for (int32_t b = 0; b < num_seqs; ++b) {
+      int64_t qLen = (int64_t)qo_indptr[b + 1] - qo_indptr[b];
+      options.workgroupsPerItem.push_back(a.numHeads / heads *
+                                          ((qLen * heads + rows - 1) / rows));
+    }
+  }
   auto list = planSplits(a.computeUnits, lens, options);
   if (!list)
     return fail(Status::InvalidArgument,

@@ -329,6 +329,39 @@ TEST(Runtime, MixedQueryLengthsOnEmu) {
   }
 }
 
+/// The planner sizes work items by the workgroups each keeps busy: with
+/// H = 128, q_len 4 needs 8 row blocks per item and q_len 1 needs 2.
+TEST(Runtime, PlanCountsRowBlocks) {
+  ArtifactForms forms;
+  forms.gfx950 = false;
+  auto artifact = compileArtifact({CacheFormat::FP8, 128, 576, 512}, forms);
+  ASSERT_TRUE(bool(artifact)) << llvm::toString(artifact.takeError());
+  std::string bytes = serializeArtifact(*artifact);
+  auto parsed = parseArtifact(bytes);
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  EXPECT_EQ(parsed->kernels[0].rowsPerWorkgroup, 64);
+  EXPECT_EQ(parsed->kernels[0].headsPerBlock, 128);
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  ASSERT_EQ(load(MLA_BACKEND_EMU, bytes, &g.context, &kernel), MLA_SUCCESS)
+      << mla_last_error();
+  std::vector<int32_t> kvIndptr = {0, 8192, 16384, 24576, 32768};
+  for (auto [qLen, items] : {std::pair<int32_t, int32_t>{4, 32}, {1, 128}}) {
+    std::vector<int32_t> qoIndptr;
+    for (int32_t b = 0; b <= 4; ++b)
+      qoIndptr.push_back(b * qLen);
+    mla_plan pl = nullptr;
+    ASSERT_EQ(mla_plan_create(kernel, 4, qoIndptr.data(), kvIndptr.data(), &pl),
+              MLA_SUCCESS)
+        << mla_last_error();
+    mla_plan_info info;
+    ASSERT_EQ(mla_plan_get_info(pl, &info), MLA_SUCCESS);
+    EXPECT_EQ(info.num_work_items, items) << "q_len " << qLen;
+    mla_plan_destroy(pl);
+  }
+  mla_kernel_destroy(kernel);
+}
+
 TEST(Runtime, EmuRejectsDMAOutsideTheCache) {
   // A manifest that describes the cache as 7 rows: the kernel's DMA of the
   // real rows falls outside it, and the emu says so instead of reading on.

@@ -60,6 +60,23 @@ TEST(SplitPlanner, FewLongSequencesFillTheChip) {
   expectCovers(list, {8192, 8192, 8192, 8192});
 }
 
+TEST(SplitPlanner, ItemsWithSeveralWorkgroupsAreFewer) {
+  // H = 128, q_len = 4: each item keeps 8 workgroups busy, so 32 items fill
+  // the 256 CUs: chunk = 4 * 8192 * 8 / 256 = 1024 tokens, 8 per sequence.
+  SplitOptions options;
+  options.workgroupsPerItem = {8, 8, 8, 8};
+  WorkList list = plan({8192, 8192, 8192, 8192}, options);
+  EXPECT_EQ(list.numItems(), 32);
+  expectCovers(list, {8192, 8192, 8192, 8192});
+  // Mixed: a sequence whose items are wider weighs more in the chunk.
+  options.workgroupsPerItem = {2, 8};
+  list = plan({8192, 8192}, options);
+  // chunk = (8192 * 2 + 8192 * 8) / 256 = 320 (5 tiles): 26 items each,
+  // 26 * 2 + 26 * 8 = 260 workgroups.
+  EXPECT_EQ(list.numItemsOf(0), 26);
+  EXPECT_EQ(list.numItemsOf(1), 26);
+}
+
 TEST(SplitPlanner, ManySequencesGetAboutOneItemEach) {
   std::vector<int64_t> lens(256, 8192);
   WorkList list = plan(lens);
@@ -133,4 +150,15 @@ TEST(SplitPlanner, RejectsBadOptions) {
   list = planSplits(gfx950().computeUnits, {-3});
   ASSERT_FALSE(bool(list));
   llvm::consumeError(list.takeError());
+  options = SplitOptions();
+  options.workgroupsPerItem = {1, 2};
+  list = planSplits(gfx950().computeUnits, {16}, options);
+  ASSERT_FALSE(bool(list));
+  EXPECT_EQ(llvm::toString(list.takeError()),
+            "workgroupsPerItem has 2 entries for 1 sequences");
+  options.workgroupsPerItem = {0};
+  list = planSplits(gfx950().computeUnits, {16}, options);
+  ASSERT_FALSE(bool(list));
+  EXPECT_EQ(llvm::toString(list.takeError()),
+            "workgroups per item 0 outside 1..1024");
 }

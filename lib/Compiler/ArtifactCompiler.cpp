@@ -46,6 +46,14 @@ describeKernel(llvm::StringRef name, mlir::DictionaryAttr launch,
     kernel.block[i] = llvm::cast<mlir::IntegerAttr>(block[i]).getInt();
   }
   kernel.ldsBytes = lds.getInt();
+  if (auto rows = launch.getAs<mlir::IntegerAttr>("rows_per_workgroup")) {
+    auto heads = launch.getAs<mlir::IntegerAttr>("heads_per_block");
+    if (!heads)
+      return compileError("kernel " + kernel.name +
+                          " has rows_per_workgroup but no heads_per_block");
+    kernel.rowsPerWorkgroup = rows.getInt();
+    kernel.headsPerBlock = heads.getInt();
+  }
 
   std::vector<amdgpu::KernelArgMetadata> explicitArgs;
   if (metadata) {

@@ -1,9 +1,11 @@
 //===- SplitPlanner.cpp - balanced split-KV work lists --------------------===//
 //
 // Balanced policy: all sequences are cut into items of (about) one common
-// chunk size, chosen so that the total work spreads over every CU:
+// chunk size, chosen so that the total work spreads over every CU once. An
+// item of sequence b keeps w_b workgroups busy (its q_len·H query rows over
+// the rows one workgroup serves), so:
 //
-//   chunk = max(roundUp(ceil(total_tokens / CUs), tile), minTilesPerItem * tile)
+//   chunk = max(roundUp(ceil(sum_b len_b·w_b / CUs), tile), minTilesPerItem * tile)
 //   items(b) = clamp(ceil(len_b / chunk), 1, maxSplitsPerSeq)
 //
 // A long sequence therefore gets many items and a short one a single item
@@ -40,11 +42,24 @@ llvm::Expected<WorkList> mla::planSplits(int64_t computeUnits,
                  llvm::Twine(options.forcedSplits));
   if (options.minTilesPerItem <= 0 || options.maxSplitsPerSeq <= 0)
     return error("minTilesPerItem and maxSplitsPerSeq must be positive");
+  if (!options.workgroupsPerItem.empty() &&
+      options.workgroupsPerItem.size() != kvLens.size())
+    return error("workgroupsPerItem has " +
+                 llvm::Twine(options.workgroupsPerItem.size()) +
+                 " entries for " + llvm::Twine(kvLens.size()) + " sequences");
+  // Tokens weighted by the workgroups that read them.
   int64_t total = 0;
-  for (int64_t len : kvLens) {
+  for (size_t b = 0; b < kvLens.size(); ++b) {
+    int64_t len = kvLens[b];
     if (len < 0 || len > INT32_MAX)
       return error("kv length " + llvm::Twine(len) + " outside 0..2^31-1");
-    total += len;
+    int64_t workgroups = options.workgroupsPerItem.empty()
+                             ? 1
+                             : options.workgroupsPerItem[b];
+    if (workgroups < 1 || workgroups > 1024)
+      return error("workgroups per item " + llvm::Twine(workgroups) +
+                   " outside 1..1024");
+    total += len * workgroups;
   }
 
   const int64_t tile = options.kvTile;

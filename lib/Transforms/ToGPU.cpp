@@ -300,10 +300,11 @@ StringRef leadingDimSymbol(StringRef arg) {
 
 /// `mla.launch`: how the runtime launches a kernel and binds its arguments
 /// by name; `arg_dims` gives each memref argument's shape with the leading
-/// dynamic size as a symbol.
+/// dynamic size as a symbol; `extra` adds kernel-specific entries.
 DictionaryAttr launchAttr(Builder &b, ArrayRef<std::string> grid,
                           int64_t ldsBytes, ArrayRef<StringRef> names,
-                          TypeRange argTypes) {
+                          TypeRange argTypes,
+                          ArrayRef<NamedAttribute> extra = {}) {
   SmallVector<Attribute> dims;
   for (auto [name, type] : llvm::zip_equal(names, argTypes)) {
     auto memref = cast<MemRefType>(type);
@@ -314,14 +315,15 @@ DictionaryAttr launchAttr(Builder &b, ArrayRef<std::string> grid,
     dims.push_back(b.getStrArrayAttr(SmallVector<StringRef>(shape.begin(),
                                                             shape.end())));
   }
-  return b.getDictionaryAttr({
+  SmallVector<NamedAttribute> entries = {
       b.getNamedAttr("grid", b.getStrArrayAttr(SmallVector<StringRef>(
                                  grid.begin(), grid.end()))),
       b.getNamedAttr("block", b.getI64ArrayAttr({kThreads, 1, 1})),
       b.getNamedAttr("lds_bytes", b.getI64IntegerAttr(ldsBytes)),
       b.getNamedAttr("args", b.getStrArrayAttr(names)),
-      b.getNamedAttr("arg_dims", b.getArrayAttr(dims)),
-  });
+      b.getNamedAttr("arg_dims", b.getArrayAttr(dims))};
+  entries.append(extra.begin(), extra.end());
+  return b.getDictionaryAttr(entries);
 }
 
 gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
@@ -360,7 +362,14 @@ gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
                            {"roundup(num_work_items," + std::to_string(xcds) +
                                 ")*" + std::to_string(blocksPerItem()),
                             "1", "1"},
-                           ldsBytes(), argNames(), args));
+                           ldsBytes(), argNames(), args,
+                           // How many row blocks of an item are busy, for
+                           // the planner.
+                           {b.getNamedAttr("rows_per_workgroup",
+                                           b.getI64IntegerAttr(
+                                               kWaves * kHeadsPerGroup)),
+                            b.getNamedAttr("heads_per_block",
+                                           b.getI64IntegerAttr(headsPerWg))}));
   OpBuilder bodyBuilder(ctx);
   bodyBuilder.setInsertionPointToStart(&func.getBody().front());
   emitBody(bodyBuilder, func);

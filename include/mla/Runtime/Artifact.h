@@ -54,6 +54,13 @@ struct ArtifactKernel {
   int64_t ldsBytes = 0;
   int64_t kernargBytes = 0; // explicit arguments; 0 without a code object
   std::vector<ArtifactKernelArg> args;
+  /// The partial kernel's row blocks: a workgroup serves up to
+  /// `rowsPerWorkgroup` (token, head) rows of one block of `headsPerBlock`
+  /// heads, so a work item of a sequence with q_len tokens keeps
+  /// H/headsPerBlock · ceil(q_len·headsPerBlock / rowsPerWorkgroup)
+  /// workgroups busy (the planner sizes items by it). 0: not a partial
+  /// kernel, one workgroup per item.
+  int64_t rowsPerWorkgroup = 0, headsPerBlock = 0;
 };
 
 struct Artifact {

@@ -1,7 +1,8 @@
 //===- SplitPlanner.h - balanced split-KV work lists ------------*- C++ -*-===//
 //
-// Flash-decoding splits each sequence's KV range into work items, one per
-// workgroup, whose partial outputs a combine step merges. The planner decides
+// Flash-decoding splits each sequence's KV range into work items (each run
+// by one workgroup per block of its query rows) whose partial outputs a
+// combine step merges. The planner decides
 // the items from the target and the per-sequence lengths; it runs at compile
 // time for static shapes and in the runtime for every batch. The policy and
 // its cost model are described in docs/split-planning.md.
@@ -56,6 +57,9 @@ struct SplitOptions {
   int64_t minTilesPerItem = 2;
   /// Upper bound on the items of one sequence under the balanced policy.
   int64_t maxSplitsPerSeq = kMaxSplitsPerSeq;
+  /// Balanced policy: the workgroups each item of sequence b keeps busy
+  /// (its query rows over the rows a workgroup serves); empty: one each.
+  std::vector<int64_t> workgroupsPerItem;
 };
 
 /// Plans the work list for a chip of `computeUnits` CUs; errors on invalid
