@@ -10,6 +10,7 @@
 #ifndef MLA_RUNTIME_BACKEND_H
 #define MLA_RUNTIME_BACKEND_H
 
+#include "mla/Emu/CacheTraffic.h"
 #include "mla/Runtime/Artifact.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -38,10 +39,7 @@ struct LaunchBuffers {
 };
 
 /// The emu backend's cache-traffic model (mla_kv_traffic).
-struct KVTraffic {
-  uint64_t cacheBytes = 0, dmaBytes = 0, otherXcdBytes = 0, maxSlotSpan = 0;
-  int xcds = 1, cusPerXcd = 1;
-};
+using KVTraffic = emu::CacheTraffic;
 
 class LoadedKernel {
 public:

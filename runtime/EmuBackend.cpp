@@ -11,6 +11,7 @@
 
 #include "Backend.h"
 
+#include "mla/Emu/CacheTraffic.h"
 #include "mla/Emu/Runtime.h"
 #include "mla/Runtime/JitSupport.h"
 #include "mla/Runtime/Status.h"
@@ -73,76 +74,6 @@ private:
   KVTraffic totals;
 };
 
-/// One launch's cache reads. Every DMA must read inside the cache buffers
-/// (a kernel that reads past them is an error, not a silent read of other
-/// memory). When modelling traffic it also keeps, for every cache byte, the
-/// first workgroup that read it: a later read on the same XCD is an L2 hit
-/// (if the readers run together: the slot span), one on another XCD a
-/// second HBM read.
-class CacheReadTracker {
-public:
-  CacheReadTracker(const TargetInfo &target, bool modelTraffic)
-      : modelTraffic(modelTraffic) {
-    traffic.xcds = std::max(1, target.xcds);
-    traffic.cusPerXcd = std::max(1, target.computeUnits / traffic.xcds);
-  }
-  void addRange(llvm::StringRef name, const void *begin, int64_t bytes) {
-    ranges.push_back({name.str(), static_cast<const char *>(begin), bytes,
-                      std::vector<int32_t>(modelTraffic ? bytes : 0, -1)});
-  }
-  void setWorkgroup(int64_t linearId) { workgroup = int32_t(linearId); }
-  /// The first DMA outside the cache buffers, if any.
-  const std::optional<std::string> &outOfBounds() const { return stray; }
-  void read(const void *src, int64_t bytes) {
-    const char *p = static_cast<const char *>(src);
-    for (Range &r : ranges) {
-      if (p < r.begin || p + bytes > r.begin + r.bytes)
-        continue;
-      if (!modelTraffic)
-        return;
-      traffic.dmaBytes += bytes;
-      for (int64_t i = p - r.begin, e = i + bytes; i < e; ++i) {
-        int32_t first = r.firstReader[i];
-        if (first < 0) {
-          r.firstReader[i] = workgroup;
-          ++traffic.cacheBytes;
-        } else if (first % traffic.xcds != workgroup % traffic.xcds) {
-          ++traffic.otherXcdBytes;
-        } else {
-          traffic.maxSlotSpan =
-              std::max<uint64_t>(traffic.maxSlotSpan,
-                                 (workgroup - first) / traffic.xcds);
-        }
-      }
-      return;
-    }
-    if (!stray) {
-      std::string where;
-      for (const Range &r : ranges)
-        where += (where.empty() ? "" : ", ") + r.name + " at byte offset " +
-                 std::to_string(p - r.begin) + " of " +
-                 std::to_string(r.bytes);
-      stray = "workgroup " + std::to_string(workgroup) + " DMA'd " +
-              std::to_string(bytes) + " bytes outside the cache (" + where +
-              ")";
-    }
-  }
-  const KVTraffic &result() const { return traffic; }
-
-private:
-  struct Range {
-    std::string name;
-    const char *begin;
-    int64_t bytes;
-    std::vector<int32_t> firstReader;
-  };
-  bool modelTraffic;
-  std::optional<std::string> stray;
-  std::vector<Range> ranges;
-  int32_t workgroup = 0;
-  KVTraffic traffic;
-};
-
 class EmuKernel : public LoadedKernel {
 public:
   explicit EmuKernel(TrafficTotals &traffic) : traffic(traffic) {}
@@ -151,11 +82,11 @@ public:
 
 private:
   llvm::Error run(LaneKernel &kernel, const LaunchBuffers &buffers,
-                  CacheReadTracker *tracker);
+                  emu::CacheReadTracker *tracker);
   /// The cache buffers' bytes: kv, and mxfp4's block scales (the only
   /// buffers the partial kernel DMAs from).
   llvm::Error trackCache(const LaunchBuffers &buffers,
-                         CacheReadTracker &tracker);
+                         emu::CacheReadTracker &tracker);
 
   TrafficTotals &traffic;
   const TargetInfo *target = nullptr;
@@ -234,7 +165,7 @@ llvm::Error EmuKernel::init(const Artifact &artifact) {
 }
 
 llvm::Error EmuKernel::trackCache(const LaunchBuffers &buffers,
-                                  CacheReadTracker &tracker) {
+                                  emu::CacheReadTracker &tracker) {
   for (const ArtifactKernelArg &arg : partial.desc.args) {
     bool isCache = arg.name == "kv" ||
                    (arg.name == "kv_scale" && format == CacheFormat::MXFP4);
@@ -256,7 +187,7 @@ llvm::Error EmuKernel::trackCache(const LaunchBuffers &buffers,
 }
 
 llvm::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers,
-                           CacheReadTracker *tracker) {
+                           emu::CacheReadTracker *tracker) {
   // Descriptors of the arguments, then private workgroup memory: this
   // launch's own, so concurrent launches never share it.
   std::vector<std::vector<int64_t>> descriptors;
@@ -323,7 +254,9 @@ llvm::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers,
 
 llvm::Error EmuKernel::launch(const LaunchBuffers &buffers, void *) {
   bool modelTraffic = traffic.isEnabled();
-  CacheReadTracker tracker(*target, modelTraffic);
+  int xcds = std::max(1, target->xcds);
+  emu::CacheReadTracker tracker(xcds, std::max(1, target->computeUnits / xcds),
+                                modelTraffic);
   if (llvm::Error err = trackCache(buffers, tracker))
     return err;
   if (llvm::Error err = run(partial, buffers, &tracker))

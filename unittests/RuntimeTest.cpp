@@ -4,6 +4,7 @@
 #include "mla/runtime.hpp"
 
 #include "mla/Compiler/ArtifactCompiler.h"
+#include "mla/Emu/CacheTraffic.h"
 #include "mla/Runtime/Problem.h"
 #include "mla/Runtime/Reference.h"
 
@@ -360,6 +361,33 @@ TEST(Runtime, PlanCountsRowBlocks) {
     mla_plan_destroy(pl);
   }
   mla_kernel_destroy(kernel);
+}
+
+/// The traffic model itself: 8 XCDs of 32 CUs, a 64-byte cache.
+TEST(CacheTraffic, CountsReadsPerXCD) {
+  std::vector<char> cache(64);
+  emu::CacheReadTracker t(8, 32, /*modelTraffic=*/true);
+  t.addRange("kv", cache.data(), 64);
+  t.setWorkgroup(3); // XCD 3, slot 0
+  t.read(cache.data(), 16);
+  t.setWorkgroup(11); // XCD 3, slot 1: an L2 hit
+  t.read(cache.data(), 16);
+  t.setWorkgroup(4); // XCD 4: bytes 8..15 a second time from HBM
+  t.read(cache.data() + 8, 16);
+  t.setWorkgroup(3 + 8 * 40); // XCD 3, 40 slots after the first reader
+  t.read(cache.data(), 2);
+  const emu::CacheTraffic &r = t.result();
+  EXPECT_EQ(r.cacheBytes, 24u);   // bytes 0..23
+  EXPECT_EQ(r.dmaBytes, 50u);     // 16 + 16 + 16 + 2
+  EXPECT_EQ(r.otherXcdBytes, 8u); // bytes 8..15 on XCD 4
+  EXPECT_EQ(r.maxSlotSpan, 40u);
+  EXPECT_FALSE(t.outOfBounds());
+  t.setWorkgroup(5);
+  t.read(cache.data() + 60, 16); // past the end
+  ASSERT_TRUE(t.outOfBounds());
+  EXPECT_EQ(*t.outOfBounds(), "workgroup 5 DMA'd 16 bytes outside the cache "
+                              "(kv at byte offset 60 of 64)");
+  EXPECT_EQ(t.result().dmaBytes, 50u);
 }
 
 TEST(Runtime, EmuRejectsDMAOutsideTheCache) {
