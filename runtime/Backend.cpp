@@ -79,6 +79,16 @@ llvm::Error Backend::modelKVTraffic(bool) {
                      "only the emu backend models cache traffic");
 }
 
+llvm::Error Backend::checkHazards(bool) {
+  return statusError(Status::InvalidArgument,
+                     "only the emu backend checks LDS hazards");
+}
+
+llvm::Error Backend::scheduleSeed(uint64_t) {
+  return statusError(Status::InvalidArgument,
+                     "only the emu backend schedules lanes");
+}
+
 llvm::Expected<KVTraffic> Backend::kvTraffic() const {
   return statusError(Status::InvalidArgument,
                      "only the emu backend models cache traffic");

@@ -61,6 +61,10 @@ public:
   /// The cache-traffic model; only the emu backend has one.
   virtual llvm::Error modelKVTraffic(bool enable);
   virtual llvm::Expected<KVTraffic> kvTraffic() const;
+  /// The emu's LDS hazard checks and lane schedule (mla_emu_check_hazards,
+  /// mla_emu_schedule_seed); only the emu backend has them.
+  virtual llvm::Error checkHazards(bool enable);
+  virtual llvm::Error scheduleSeed(uint64_t seed);
 
   // Device memory; host memory unless overridden.
   virtual llvm::Error allocate(size_t bytes, void **ptr);

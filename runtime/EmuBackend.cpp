@@ -3,9 +3,11 @@
 // The `emu` backend: loads an artifact's emu form (the gfx950 kernels at the
 // MFMA level as host lane functions, from mla-gpu-to-emu), JIT-compiles it
 // and launches it like a GPU would: every workgroup's lanes run as fibers
-// with exact MFMA semantics, the partial kernel over the plan's work list,
-// then the combine kernel. Arguments are bound by name and shape from the
-// artifact's launch metadata, as the hip backend binds them.
+// with exact MFMA semantics, LDS DMAs in flight until a wait retires them
+// and every LDS access checked for hazards (docs/emu.md), the partial kernel
+// over the plan's work list, then the combine kernel. Arguments are bound by
+// name and shape from the artifact's launch metadata, as the hip backend
+// binds them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +25,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mla/Transforms/Passes.h"
 
+#include <atomic>
 #include <mutex>
 
 using namespace mla;
@@ -74,9 +77,17 @@ private:
   KVTraffic totals;
 };
 
+/// How a context's launches run (mla_emu_check_hazards,
+/// mla_emu_schedule_seed); launches on several threads read it.
+struct EmuSettings {
+  std::atomic<bool> checkHazards{true};
+  std::atomic<uint64_t> scheduleSeed{0};
+};
+
 class EmuKernel : public LoadedKernel {
 public:
-  explicit EmuKernel(TrafficTotals &traffic) : traffic(traffic) {}
+  EmuKernel(TrafficTotals &traffic, const EmuSettings &settings)
+      : traffic(traffic), settings(settings) {}
   llvm::Error init(const Artifact &artifact);
   llvm::Error launch(const LaunchBuffers &buffers, void *stream) override;
 
@@ -89,6 +100,7 @@ private:
                          emu::CacheReadTracker &tracker);
 
   TrafficTotals &traffic;
+  const EmuSettings &settings;
   const TargetInfo *target = nullptr;
   CacheFormat format = CacheFormat::FP8;
 
@@ -204,11 +216,18 @@ llvm::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers,
     }
     descriptors.push_back(makeDescriptor(*ptr, shape));
   }
-  std::vector<std::vector<uint8_t>> lds;
-  for (size_t i = 0; i < kernel.ldsShapes.size(); ++i) {
-    lds.emplace_back(kernel.ldsBytes[i]);
-    descriptors.push_back(makeDescriptor(lds.back().data(), kernel.ldsShapes[i]));
+  // The workgroup buffers lie in one block, as in a CU's LDS: hazards are
+  // reported as offsets in it.
+  std::vector<int64_t> ldsOffsets;
+  int64_t ldsTotal = 0;
+  for (int64_t bytes : kernel.ldsBytes) {
+    ldsOffsets.push_back(ldsTotal);
+    ldsTotal += (bytes + 15) / 16 * 16;
   }
+  std::vector<char> lds(ldsTotal);
+  for (size_t i = 0; i < kernel.ldsShapes.size(); ++i)
+    descriptors.push_back(
+        makeDescriptor(lds.data() + ldsOffsets[i], kernel.ldsShapes[i]));
   std::vector<void *> words;
   for (auto &d : descriptors)
     words.push_back(d.data());
@@ -225,6 +244,12 @@ llvm::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers,
   emu::DmaObserver observer = [&](const void *src, int64_t bytes) {
     tracker->read(src, bytes);
   };
+  emu::WorkgroupOptions options;
+  options.lds = lds.data();
+  options.ldsBytes = ldsTotal;
+  options.checkHazards = settings.checkHazards;
+  options.scheduleSeed = settings.scheduleSeed;
+  options.dma = tracker ? &observer : nullptr;
   for (int64_t z = 0; z < grid[2]; ++z)
     for (int64_t y = 0; y < grid[1]; ++y)
       for (int64_t x = 0; x < grid[0]; ++x) {
@@ -239,8 +264,7 @@ llvm::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers,
           packed.push_back(&context);
           kernel.fn(packed.data());
         };
-        if (llvm::Error err =
-                runner.run({x, y, z}, lane, tracker ? &observer : nullptr))
+        if (llvm::Error err = runner.run({x, y, z}, lane, options))
           return statusError(Status::LaunchFailed,
                              "emu: kernel " + kernel.desc.name + " failed: " +
                                  llvm::toString(std::move(err)));
@@ -280,7 +304,7 @@ public:
                          "the artifact has no emu form (compiled without "
                          "it); recompile it with the emu form or use the cpu "
                          "backend");
-    auto kernel = std::make_unique<EmuKernel>(traffic);
+    auto kernel = std::make_unique<EmuKernel>(traffic, settings);
     if (llvm::Error err = kernel->init(artifact))
       return std::move(err);
     return std::unique_ptr<LoadedKernel>(std::move(kernel));
@@ -292,9 +316,18 @@ public:
   llvm::Expected<KVTraffic> kvTraffic() const override {
     return traffic.get();
   }
+  llvm::Error checkHazards(bool enable) override {
+    settings.checkHazards = enable;
+    return llvm::Error::success();
+  }
+  llvm::Error scheduleSeed(uint64_t seed) override {
+    settings.scheduleSeed = seed;
+    return llvm::Error::success();
+  }
 
 private:
   TrafficTotals traffic;
+  EmuSettings settings;
 };
 } // namespace
 

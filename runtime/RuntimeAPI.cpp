@@ -411,6 +411,20 @@ mla_status mla_emu_model_kv_traffic(mla_context context, int enable) {
   return MLA_SUCCESS;
 }
 
+mla_status mla_emu_check_hazards(mla_context context, int enable) {
+  MLA_REQUIRE(context, "mla_emu_check_hazards: context is NULL");
+  if (llvm::Error err = context->backend->checkHazards(enable != 0))
+    return fail(std::move(err));
+  return MLA_SUCCESS;
+}
+
+mla_status mla_emu_schedule_seed(mla_context context, uint64_t seed) {
+  MLA_REQUIRE(context, "mla_emu_schedule_seed: context is NULL");
+  if (llvm::Error err = context->backend->scheduleSeed(seed))
+    return fail(std::move(err));
+  return MLA_SUCCESS;
+}
+
 mla_status mla_emu_kv_traffic(mla_context context, mla_kv_traffic *traffic) {
   MLA_REQUIRE(context && traffic, "mla_emu_kv_traffic: NULL argument");
   auto totals = context->backend->kvTraffic();

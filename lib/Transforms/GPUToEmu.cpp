@@ -5,12 +5,15 @@
 // lane (fiber) executes, with a context handle as its last argument; what a
 // lane cannot do alone becomes a call into the emu runtime
 // (runtime/emu/Runtime.cpp): thread and block ids, workgroup barriers, and
-// the wave-level operations — amdgpu.mfma, gpu.shuffle, amdgpu.gather_to_lds
-// — which rendezvous the wave's 64 lanes and compute exactly what the
-// instruction does (include/mla/Emu/MFMA.h). fp8 conversions follow the
-// hardware's round-to-nearest-even; exp2/log are the host's. Workgroup
-// memory arrives as arguments (one buffer per workgroup). An op the emulator
-// does not model is an error naming it.
+// the wave-level operations — amdgpu.mfma, gpu.shuffle, amdgpu.gather_to_lds,
+// amdgpu.memory_counter_wait — which rendezvous the wave's 64 lanes and
+// compute exactly what the instruction does (include/mla/Emu/MFMA.h); an LDS
+// DMA lands only when a wait retires it. Every load and store on workgroup
+// memory is announced to the runtime first (mla_emu_lds_read/_write), which
+// checks it against the LDS hazard model (include/mla/Emu/LdsHazards.h).
+// fp8 conversions follow the hardware's round-to-nearest-even; exp2/log are
+// the host's. Workgroup memory arrives as arguments (one buffer per
+// workgroup). An op the emulator does not model is an error naming it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,6 +79,9 @@ private:
   Value address(Location loc, Value memref, ValueRange indices);
   /// A stack buffer of `bytes` i8 allocated once at the function entry.
   Value scratch(int64_t bytes);
+  /// Announces a load (or store) of `op` on workgroup memory to the runtime,
+  /// which checks it; an op touching workgroup memory otherwise is an error.
+  LogicalResult announceLdsAccess(Operation *op);
   /// Replaces the single-operand `op` on a scalar or 1-D vector by `convert`
   /// applied to each element.
   LogicalResult replaceElementwise(Operation *op,
@@ -110,6 +116,54 @@ Value LaneFunctionBuilder::scratch(int64_t bytes) {
       b, fn.getLoc(), MemRefType::get({bytes}, b.getI8Type()));
 }
 
+static bool isWorkgroupMemory(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  auto space = memref ? dyn_cast_or_null<gpu::AddressSpaceAttr>(
+                            memref.getMemorySpace())
+                      : nullptr;
+  return space && space.getValue() == gpu::AddressSpace::Workgroup;
+}
+
+LogicalResult LaneFunctionBuilder::announceLdsAccess(Operation *op) {
+  Value memref;
+  ValueRange indices;
+  Type accessed;
+  bool isWrite = false;
+  if (auto load = dyn_cast<memref::LoadOp>(op)) {
+    memref = load.getMemRef(), indices = load.getIndices();
+    accessed = load.getType();
+  } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+    memref = store.getMemRef(), indices = store.getIndices();
+    accessed = store.getValueToStore().getType(), isWrite = true;
+  } else if (auto load = dyn_cast<vector::LoadOp>(op)) {
+    memref = load.getBase(), indices = load.getIndices();
+    accessed = load.getType();
+  } else if (auto store = dyn_cast<vector::StoreOp>(op)) {
+    memref = store.getBase(), indices = store.getIndices();
+    accessed = store.getValueToStore().getType(), isWrite = true;
+  }
+  if (!memref || !isWorkgroupMemory(memref.getType())) {
+    // Views and the DMA (modelled as a wave operation) are not accesses.
+    bool touchesLds = llvm::any_of(op->getOperandTypes(), isWorkgroupMemory);
+    if (touchesLds && !isa<ViewLikeOpInterface, amdgpu::GatherToLDSOp,
+                           memref::ExtractStridedMetadataOp,
+                           memref::ExtractAlignedPointerAsIndexOp>(op))
+      return op->emitOpError(
+          "emu: this access to workgroup memory is not modelled by the LDS "
+          "hazard checker");
+    return success();
+  }
+  int64_t bits = getElementTypeOrSelf(accessed).getIntOrFloatBitWidth();
+  if (auto vt = dyn_cast<VectorType>(accessed))
+    bits *= vt.getNumElements();
+  Location loc = op->getLoc();
+  Value bytes = arith::ConstantOp::create(
+      b, loc, b.getI64IntegerAttr((bits + 7) / 8));
+  call(loc, isWrite ? "mla_emu_lds_write" : "mla_emu_lds_read", {},
+       {ctx, address(loc, memref, indices), bytes});
+  return success();
+}
+
 LogicalResult
 LaneFunctionBuilder::replaceElementwise(Operation *op,
                                         function_ref<Value(Value)> convert) {
@@ -141,6 +195,8 @@ LogicalResult LaneFunctionBuilder::run() {
   for (Operation *op : ops) {
     Location loc = op->getLoc();
     b.setInsertionPoint(op);
+    if (failed(announceLdsAccess(op)))
+      return failure();
     if (auto tid = dyn_cast<gpu::ThreadIdOp>(op)) {
       if (tid.getDimension() != gpu::Dimension::x)
         return op->emitOpError("emu: only x thread ids are modelled");
@@ -153,9 +209,16 @@ LogicalResult LaneFunctionBuilder::run() {
           index(loc, call(loc, "mla_emu_block_id", {i64Type}, {ctx, dim})));
     } else if (isa<gpu::BarrierOp, amdgpu::LDSBarrierOp>(op)) {
       call(loc, "mla_emu_barrier", {}, {ctx});
-    } else if (isa<amdgpu::MemoryCounterWaitOp, amdgpu::SchedBarrierOp>(op)) {
-      // Every emulated load completes before the next instruction; there is
-      // no instruction scheduler to constrain.
+    } else if (auto wait = dyn_cast<amdgpu::MemoryCounterWaitOp>(op)) {
+      // The load counter (vmcnt) retires LDS DMAs; the emu's other memory
+      // operations complete at once, so the other counters have nothing to
+      // wait for.
+      if (std::optional<int32_t> loads = wait.getLoad())
+        call(loc, "mla_emu_wait_loads", {},
+             {ctx, arith::ConstantOp::create(b, loc,
+                                             b.getI64IntegerAttr(*loads))});
+    } else if (isa<amdgpu::SchedBarrierOp>(op)) {
+      // There is no instruction scheduler to constrain.
     } else if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op)) {
       if (shuffle.getMode() != gpu::ShuffleMode::XOR ||
           !shuffle.getValue().getType().isF32())

@@ -2,10 +2,16 @@
 
 #include "mla/Emu/Runtime.h"
 
+#include "mla/Emu/LdsHazards.h"
 #include "mla/Emu/MFMA.h"
 #include "mla/Runtime/Numerics.h"
 
+#include <algorithm>
 #include <cstring>
+#include <deque>
+#include <map>
+#include <numeric>
+#include <random>
 #include <ucontext.h>
 
 using namespace mla;
@@ -14,7 +20,7 @@ using namespace mla::emu;
 namespace {
 constexpr size_t kStackBytes = 512 * 1024;
 
-enum class WaveOp { None, Mfma, Shuffle, Gather };
+enum class WaveOp { None, Mfma, Shuffle, Gather, Wait };
 
 const char *waveOpName(WaveOp op) {
   switch (op) {
@@ -26,6 +32,8 @@ const char *waveOpName(WaveOp op) {
     return "gpu.shuffle";
   case WaveOp::Gather:
     return "amdgpu.gather_to_lds";
+  case WaveOp::Wait:
+    return "amdgpu.memory_counter_wait";
   }
   return "?";
 }
@@ -37,6 +45,14 @@ struct Lane {
   int id = 0;
   ucontext_t context;
   bool done = false;
+  const char *waitingAt = nullptr; // what the lane waits for, if it does
+};
+
+/// An LDS DMA in flight: the bytes it will write when it retires.
+struct PendingDma {
+  uint32_t id = 0;
+  int64_t offset = 0; // in the workgroup's LDS
+  std::vector<uint8_t> data;
 };
 
 /// The operands of the wave operation the lanes of one wave are gathering.
@@ -52,6 +68,8 @@ struct WaveSlot {
   std::array<int32_t, kWaveLanes> offsets;
   std::array<int64_t, kWaveLanes> src, dst;
   int64_t bytes = 0;
+  int64_t outstanding = 0; // memory_counter_wait: DMAs that may stay
+  std::deque<PendingDma> dmas; // in flight, oldest first
 };
 
 struct Workgroup {
@@ -64,7 +82,10 @@ struct Workgroup {
   uint64_t events = 0; // anything that can unblock a lane
   std::string error;
   const std::function<void(int64_t)> *body = nullptr;
-  const DmaObserver *dma = nullptr;
+  WorkgroupOptions options;
+  LdsHazardModel *hazards = nullptr; // null: not checked
+  uint32_t dmaIds = 0;
+  std::mt19937_64 random; // the schedule when options.scheduleSeed != 0
 };
 
 thread_local Lane *currentLane = nullptr;
@@ -75,7 +96,7 @@ void yield(Lane &lane) {
   swapcontext(&lane.context, &lane.wg->scheduler);
 }
 
-void fail(Lane &lane, const std::string &message) {
+[[noreturn]] void fail(Lane &lane, const std::string &message) {
   if (lane.wg->error.empty())
     lane.wg->error = message;
   // Park the lane forever; the scheduler stops at the first error.
@@ -102,8 +123,66 @@ void rendezvous(Lane &lane, WaveOp op, Complete complete) {
     return;
   }
   uint64_t generation = slot.generation;
+  lane.waitingAt = waveOpName(op);
   while (slot.generation == generation)
     yield(lane);
+  lane.waitingAt = nullptr;
+}
+
+std::string workgroupName(const Workgroup &wg) {
+  return "workgroup (" + std::to_string(wg.blockId[0]) + ", " +
+         std::to_string(wg.blockId[1]) + ", " + std::to_string(wg.blockId[2]) +
+         ")";
+}
+
+void failHazard(Lane &lane, const std::string &hazard) {
+  fail(lane, "LDS hazard in " + workgroupName(*lane.wg) + ": " + hazard);
+}
+
+/// The offset of [address, address + bytes) in the workgroup's LDS; an
+/// access outside it is an error.
+int64_t ldsOffset(Lane &lane, int64_t address, int64_t bytes,
+                  const char *what) {
+  const Workgroup &wg = *lane.wg;
+  int64_t offset = address - reinterpret_cast<int64_t>(wg.options.lds);
+  if (offset < 0 || bytes < 0 || offset + bytes > wg.options.ldsBytes)
+    fail(lane, std::string(what) + " of " + std::to_string(bytes) +
+                   " bytes outside the workgroup's " +
+                   std::to_string(wg.options.ldsBytes) + " bytes of LDS in " +
+                   workgroupName(wg) + " (wave " +
+                   std::to_string(lane.id / kWaveLanes) + ")");
+  return offset;
+}
+
+/// The oldest DMA of `wave` lands in LDS.
+void retireDma(Workgroup &wg, int wave) {
+  PendingDma &d = wg.waves[wave].dmas.front();
+  std::memcpy(wg.options.lds + d.offset, d.data.data(), d.data.size());
+  if (wg.hazards)
+    wg.hazards->dmaRetired(wave, d.id, d.offset, d.data.size(),
+                           wg.barrierGeneration);
+  wg.waves[wave].dmas.pop_front();
+}
+
+/// A lane's LDS access (before it happens): checked, and with a random
+/// schedule a point where another lane may run first.
+void ldsAccess(int64_t ctx, int64_t address, int64_t bytes, bool isWrite) {
+  Lane &lane = laneOf(ctx);
+  Workgroup &wg = *lane.wg;
+  int64_t offset =
+      ldsOffset(lane, address, bytes, isWrite ? "an LDS write" : "an LDS read");
+  if (wg.options.scheduleSeed && (wg.random() & 7) == 0) {
+    ++wg.events;
+    yield(lane);
+  }
+  if (!wg.hazards)
+    return;
+  int wave = lane.id / kWaveLanes;
+  auto hazard =
+      isWrite ? wg.hazards->write(wave, offset, bytes, wg.barrierGeneration)
+              : wg.hazards->read(wave, offset, bytes, wg.barrierGeneration);
+  if (hazard)
+    failHazard(lane, *hazard);
 }
 
 /// One lane's part of a wave MFMA: its A and B (`abBytes` each) and C
@@ -153,8 +232,10 @@ static void mla_emu_barrier(int64_t ctx) {
     return;
   }
   uint64_t generation = wg.barrierGeneration;
+  lane.waitingAt = "a barrier";
   while (wg.barrierGeneration == generation)
     yield(lane);
+  lane.waitingAt = nullptr;
 }
 
 static float mla_emu_shuffle_xor(int64_t ctx, float value, int32_t offset) {
@@ -174,24 +255,55 @@ static void mla_emu_gather_to_lds(int64_t ctx, int64_t src, int64_t dst,
                                   int64_t bytes) {
   Lane &lane = laneOf(ctx);
   int l = lane.id % kWaveLanes;
-  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
+  int wave = lane.id / kWaveLanes;
+  WaveSlot &slot = lane.wg->waves[wave];
   slot.src[l] = src;
   slot.dst[l] = dst;
   slot.bytes = bytes;
   // The wave's data lands contiguously from lane 0's LDS address, each
   // lane's in a slot of at least a dword: 1- and 2-byte transfers are
-  // zero-extended to 4 bytes, 12-byte ones padded to 16.
+  // zero-extended to 4 bytes, 12-byte ones padded to 16. It is read now and
+  // lands when a memory_counter_wait retires the DMA.
   Workgroup *wg = lane.wg;
-  rendezvous(lane, WaveOp::Gather, [wg](WaveSlot &s) {
+  rendezvous(lane, WaveOp::Gather, [&](WaveSlot &s) {
     int64_t stride = s.bytes < 4 ? 4 : s.bytes == 12 ? 16 : s.bytes;
+    PendingDma dma;
+    dma.id = ++wg->dmaIds;
+    dma.offset = ldsOffset(lane, s.dst[0], kWaveLanes * stride, "an LDS DMA");
+    dma.data.assign(kWaveLanes * stride, 0);
     for (int i = 0; i < kWaveLanes; ++i) {
-      auto *to = reinterpret_cast<char *>(s.dst[0] + i * stride);
-      std::memset(to, 0, stride);
-      std::memcpy(to, reinterpret_cast<const void *>(s.src[i]), s.bytes);
-      if (wg->dma)
-        (*wg->dma)(reinterpret_cast<const void *>(s.src[i]), s.bytes);
+      std::memcpy(dma.data.data() + i * stride,
+                  reinterpret_cast<const void *>(s.src[i]), s.bytes);
+      if (wg->options.dma)
+        (*wg->options.dma)(reinterpret_cast<const void *>(s.src[i]), s.bytes);
     }
+    if (wg->hazards)
+      if (auto hazard = wg->hazards->dmaIssued(wave, dma.id, dma.offset,
+                                               dma.data.size(),
+                                               wg->barrierGeneration))
+        failHazard(lane, *hazard);
+    s.dmas.push_back(std::move(dma));
   });
+}
+
+static void mla_emu_wait_loads(int64_t ctx, int64_t outstanding) {
+  Lane &lane = laneOf(ctx);
+  int wave = lane.id / kWaveLanes;
+  Workgroup &wg = *lane.wg;
+  wg.waves[wave].outstanding = outstanding;
+  // vmcnt(N): the wave's oldest DMAs retire until at most N are in flight.
+  rendezvous(lane, WaveOp::Wait, [&](WaveSlot &s) {
+    while (static_cast<int64_t>(s.dmas.size()) > std::max<int64_t>(s.outstanding, 0))
+      retireDma(wg, wave);
+  });
+}
+
+static void mla_emu_lds_read(int64_t ctx, int64_t address, int64_t bytes) {
+  ldsAccess(ctx, address, bytes, /*isWrite=*/false);
+}
+
+static void mla_emu_lds_write(int64_t ctx, int64_t address, int64_t bytes) {
+  ldsAccess(ctx, address, bytes, /*isWrite=*/true);
 }
 
 static void mla_emu_mfma_16x16x128_fp8(int64_t ctx, int64_t a, int64_t b,
@@ -249,6 +361,9 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
       {"mla_emu_shuffle_xor", reinterpret_cast<void *>(&mla_emu_shuffle_xor)},
       {"mla_emu_gather_to_lds",
        reinterpret_cast<void *>(&mla_emu_gather_to_lds)},
+      {"mla_emu_wait_loads", reinterpret_cast<void *>(&mla_emu_wait_loads)},
+      {"mla_emu_lds_read", reinterpret_cast<void *>(&mla_emu_lds_read)},
+      {"mla_emu_lds_write", reinterpret_cast<void *>(&mla_emu_lds_write)},
       {"mla_emu_mfma_16x16x128_fp8",
        reinterpret_cast<void *>(&mla_emu_mfma_16x16x128_fp8)},
       {"mla_emu_mfma_16x16x32_bf16",
@@ -269,6 +384,7 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
 struct WorkgroupRunner::Impl {
   int numThreads;
   std::vector<std::unique_ptr<char[]>> stacks;
+  LdsHazardModel hazards;
 };
 
 WorkgroupRunner::WorkgroupRunner(int numThreads)
@@ -280,16 +396,53 @@ WorkgroupRunner::WorkgroupRunner(int numThreads)
 
 WorkgroupRunner::~WorkgroupRunner() = default;
 
-llvm::Error
-WorkgroupRunner::run(std::array<int64_t, 3> blockId,
-                     const std::function<void(int64_t ctx)> &body,
-                     const DmaObserver *dma) {
+namespace {
+/// Where the lanes of a stuck workgroup are, wave by wave: "wave 0: 64 at a
+/// barrier; wave 1: 64 returned".
+std::string describeLanes(const Workgroup &wg) {
+  std::string text;
+  for (size_t w = 0; w < wg.waves.size(); ++w) {
+    std::map<std::string, int> where;
+    for (size_t l = w * kWaveLanes;
+         l < std::min(wg.lanes.size(), (w + 1) * kWaveLanes); ++l) {
+      const Lane &lane = wg.lanes[l];
+      ++where[lane.done        ? "returned"
+              : lane.waitingAt ? std::string("at ") + lane.waitingAt
+                               : "running"];
+    }
+    text += (w ? "; wave " : "wave ") + std::to_string(w) + ":";
+    bool first = true;
+    for (auto &[state, count] : where) {
+      text += (first ? " " : ", ") + std::to_string(count) + " " + state;
+      first = false;
+    }
+  }
+  return text;
+}
+} // namespace
+
+llvm::Error WorkgroupRunner::run(std::array<int64_t, 3> blockId,
+                                 const std::function<void(int64_t ctx)> &body,
+                                 const WorkgroupOptions &options) {
   Workgroup wg;
   wg.blockId = blockId;
   wg.body = &body;
-  wg.dma = dma;
+  wg.options = options;
   wg.lanes.resize(impl->numThreads);
   wg.waves.resize((impl->numThreads + kWaveLanes - 1) / kWaveLanes);
+  if (options.checkHazards) {
+    if (wg.waves.size() > static_cast<size_t>(kMaxWaves))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "emu: the hazard model covers at most %d waves per workgroup",
+          kMaxWaves);
+    impl->hazards.reset(options.ldsBytes);
+    wg.hazards = &impl->hazards;
+  }
+  // Each workgroup's schedule depends on the seed and its id alone.
+  wg.random.seed(options.scheduleSeed ^
+                 (0x9e3779b97f4a7c15ull *
+                  (1 + blockId[0] + 65536 * (blockId[1] + 65536 * blockId[2]))));
   for (int i = 0; i < impl->numThreads; ++i) {
     Lane &lane = wg.lanes[i];
     lane.wg = &wg;
@@ -300,10 +453,15 @@ WorkgroupRunner::run(std::array<int64_t, 3> blockId,
     lane.context.uc_link = &wg.scheduler;
     makecontext(&lane.context, trampoline, 0);
   }
+  std::vector<int> order(impl->numThreads);
+  std::iota(order.begin(), order.end(), 0);
   for (;;) {
     bool allDone = true;
     uint64_t eventsBefore = wg.events;
-    for (Lane &lane : wg.lanes) {
+    if (options.scheduleSeed)
+      std::shuffle(order.begin(), order.end(), wg.random);
+    for (int i : order) {
+      Lane &lane = wg.lanes[i];
       if (lane.done)
         continue;
       allDone = false;
@@ -315,12 +473,17 @@ WorkgroupRunner::run(std::array<int64_t, 3> blockId,
                                        "emu: " + wg.error);
     }
     if (allDone)
-      return llvm::Error::success();
+      break;
     if (wg.events == eventsBefore)
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
-          "emu: workgroup (%lld, %lld) deadlocked: lanes wait at a barrier or "
-          "wave operation that not all of them reach",
-          (long long)blockId[0], (long long)blockId[1]);
+          "emu: %s deadlocked: lanes wait at a barrier or wave operation that "
+          "not all of them reach (%s)",
+          workgroupName(wg).c_str(), describeLanes(wg).c_str());
   }
+  // DMAs still in flight land at the end of the kernel.
+  for (size_t w = 0; w < wg.waves.size(); ++w)
+    while (!wg.waves[w].dmas.empty())
+      retireDma(wg, w);
+  return llvm::Error::success();
 }

@@ -2,8 +2,11 @@
 //
 // Runs one workgroup of a lane function (from mla-gpu-to-emu): every lane is
 // a fiber (ucontext) that yields at barriers and at wave-level operations;
-// the last lane of a wave to reach an MFMA, shuffle or LDS DMA computes it
-// for all 64 lanes. A workgroup whose lanes wait on each other forever, or
+// the last lane of a wave to reach an MFMA, shuffle, LDS DMA or
+// memory_counter_wait computes it for all 64 lanes. An LDS DMA is in flight
+// until a wait retires it (vmcnt semantics: the wave's DMAs retire in issue
+// order); every LDS access is checked against the hazard model
+// (LdsHazards.h). A workgroup whose lanes wait on each other forever, or
 // disagree on the next wave operation, is an error, not a hang.
 //
 //===----------------------------------------------------------------------===//
@@ -30,17 +33,31 @@ std::vector<std::pair<std::string, void *>> runtimeSymbols();
 /// Called with the source of each lane's part of an LDS DMA.
 using DmaObserver = std::function<void(const void *src, int64_t bytes)>;
 
+/// How a workgroup runs.
+struct WorkgroupOptions {
+  /// The workgroup's LDS as one block (its buffers lie inside): LDS accesses
+  /// and DMAs outside it are errors; hazards are reported as offsets in it.
+  char *lds = nullptr;
+  int64_t ldsBytes = 0;
+  /// Report LDS hazards (races, reads of DMAs in flight) as errors.
+  bool checkHazards = true;
+  /// 0: lanes run in id order. Otherwise the seed of a random order: lanes
+  /// are shuffled at every scheduling round and may yield at any LDS access.
+  uint64_t scheduleSeed = 0;
+  /// If given, sees the global bytes every lane of every LDS DMA reads.
+  const DmaObserver *dma = nullptr;
+};
+
 class WorkgroupRunner {
 public:
   explicit WorkgroupRunner(int numThreads);
   ~WorkgroupRunner();
 
   /// Runs `lane(ctx)` for every thread of workgroup `blockId`; `ctx` is the
-  /// handle the lane passes back to the runtime calls. `dma`, if given, sees
-  /// the global bytes every lane of every LDS DMA reads.
+  /// handle the lane passes back to the runtime calls.
   llvm::Error run(std::array<int64_t, 3> blockId,
                   const std::function<void(int64_t ctx)> &lane,
-                  const DmaObserver *dma = nullptr);
+                  const WorkgroupOptions &options);
 
 private:
   struct Impl;

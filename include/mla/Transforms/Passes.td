@@ -268,6 +268,15 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
 
     Must run after mla-split-kv: expects mla.partial_decode and mla.combine.
   }];
+  let options = [
+    Option<"testHazard", "test-hazard", "std::string", /*default=*/"\"\"",
+           "Testing only: build the partial kernel with one synchronization "
+           "bug the emu hazard checker must report: drop-tile-barrier (no "
+           "barrier between the DMA wait and the reads of the tile), "
+           "short-wait (the DMA wait leaves one load of the tile in flight) "
+           "or drop-loop-barrier (no barrier at the end of a tile "
+           "iteration)">
+  ];
   let dependentDialects = [
     "mlir::amdgpu::AMDGPUDialect", "mlir::arith::ArithDialect",
     "mlir::gpu::GPUDialect", "mlir::math::MathDialect",
@@ -337,13 +346,32 @@ def MLAGPUToEmuPass : Pass<"mla-gpu-to-emu", "mlir::ModuleOp"> {
     Each kernel of the module's gpu.module becomes `func.func @<kernel>_lane`
     (arguments: the kernel's, its workgroup buffers, an i64 context), which
     one lane runs as a fiber. Thread/block ids and barriers become calls into
-    the emu runtime; `amdgpu.mfma 16x16x128` (fp8), `gpu.shuffle xor` and
-    `amdgpu.gather_to_lds` become wave rendezvous calls that compute what the
-    instruction does; fp8 `arith.truncf` calls the hardware conversion;
-    `llvm.amdgcn.exp2/log` become `math.exp2/log2`; `memory_counter_wait`
-    disappears (emulated loads complete at once); GPU address spaces are
-    dropped. Host functions and the gpu.module are removed: the emu runtime
-    launches the lane functions. Any other GPU op is an error naming it.
+    the emu runtime; `amdgpu.mfma` (16x16x128 fp8, 16x16x32 bf16),
+    `amdgpu.scaled_mfma`, `gpu.shuffle xor`, `amdgpu.gather_to_lds` and the
+    load counter of `amdgpu.memory_counter_wait` become wave rendezvous calls
+    that do what the instruction does (an LDS DMA lands only when a wait
+    retires it); every `memref`/`vector` load and store on workgroup memory
+    is preceded by `mla_emu_lds_read` / `mla_emu_lds_write`, which check it
+    against the LDS hazard model (docs/emu.md), and any other access to
+    workgroup memory is an error; fp8 `arith.truncf` calls the hardware
+    conversion; `llvm.amdgcn.exp2/log` become `math.exp2/log2`; GPU address
+    spaces are dropped. Host functions and the gpu.module are removed: the
+    emu runtime launches the lane functions. Any other GPU op is an error
+    naming it.
+
+    After (abridged):
+
+    ```mlir
+    func.func @mla_partial_decode_lane(..., %lds: memref<2x64x576xf8E4M3FN>,
+                                       %ctx: i64) {
+      call @mla_emu_gather_to_lds(%ctx, %src, %dst, %c16) : (i64, i64, i64, i64) -> ()
+      call @mla_emu_wait_loads(%ctx, %c9) : (i64, i64) -> ()
+      call @mla_emu_barrier(%ctx) : (i64) -> ()
+      call @mla_emu_lds_read(%ctx, %addr, %c16) : (i64, i64, i64) -> ()
+      %k = vector.load %lds[%s, %r, %c] : memref<2x64x576xf8E4M3FN>, vector<16xf8E4M3FN>
+      ...
+    }
+    ```
 
     Must run after mla-lower-to-mfma, before convert-arith-to-amdgpu.
   }];

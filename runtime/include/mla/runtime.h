@@ -178,6 +178,20 @@ mla_status mla_emu_model_kv_traffic(mla_context context, int enable);
 /* The totals over the launches modelled since it was enabled. */
 mla_status mla_emu_kv_traffic(mla_context context, mla_kv_traffic *traffic);
 
+/* emu contexts only: `enable` != 0 (the default) checks the LDS accesses of
+ * every later launch against the hazard model (docs/emu.md): a race between
+ * waves with no barrier between them, or a read of LDS bytes whose DMA no
+ * memory_counter_wait has retired, fails the launch with
+ * MLA_ERROR_LAUNCH_FAILED and a message naming the kernel, workgroup,
+ * waves, byte range and operations. 0 skips the checks (faster); LDS DMAs
+ * still land only when a wait retires them. */
+mla_status mla_emu_check_hazards(mla_context context, int enable);
+/* emu contexts only: 0 (the default) runs a workgroup's lanes in id order;
+ * any other value seeds a random order (lanes shuffled at every scheduling
+ * step and switched at LDS accesses), so that ordering assumptions the
+ * hazard model cannot see show up as wrong numbers. */
+mla_status mla_emu_schedule_seed(mla_context context, uint64_t seed);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

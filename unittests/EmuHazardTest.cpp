@@ -1,0 +1,368 @@
+// The emu as a hazard checker: small kernels of 4 waves, each with one
+// synchronization bug, go through mla-gpu-to-emu and the JIT like the real
+// kernels; each bug is reported with the waves, the bytes and both
+// operations, and the same kernels with the synchronization right report
+// nothing and compute the right values in every lane order.
+
+#include "mla/Emu/LdsHazards.h"
+#include "mla/Emu/Runtime.h"
+#include "mla/Runtime/JitSupport.h"
+#include "mla/Transforms/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <regex>
+
+using namespace mla;
+
+namespace {
+constexpr int kThreads = 256;
+constexpr int kLdsFloats = 512;
+
+/// A gpu.module with kernel @k(%in, %out: memref<256xf32>) of 256 lanes and
+/// one workgroup buffer %lds of 512 f32, whose body is `body`. %t is the
+/// thread id, %w64 the first thread of its wave, %c0 / %c64 / %c256 index
+/// constants.
+std::string kernel(llvm::StringRef body) {
+  return llvm::formatv(R"mlir(
+module attributes {{gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%in: memref<256xf32, #gpu.address_space<global>>,
+                %out: memref<256xf32, #gpu.address_space<global>>)
+        workgroup(%lds: memref<512xf32, #gpu.address_space<workgroup>>)
+        kernel {
+      %t = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c64 = arith.constant 64 : index
+      %c256 = arith.constant 256 : index
+      %wave = arith.divui %t, %c64 : index
+      %w64 = arith.muli %wave, %c64 : index
+      {0}
+      gpu.return
+    }
+  }
+}
+)mlir",
+                       body)
+      .str();
+}
+
+struct KernelRun {
+  std::vector<float> out;
+  std::string error; // "" when the workgroup ran without a report
+};
+
+/// Compiles `source` for the emu and runs one workgroup on in[i] = i.
+KernelRun runKernel(const std::string &source, uint64_t scheduleSeed = 0,
+              bool checkHazards = true) {
+  KernelRun run;
+  mlir::MLIRContext context;
+  prepareContext(context);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
+  if (!module) {
+    run.error = "parse error";
+    return run;
+  }
+  mlir::PassManager pm(&context);
+  pm.addPass(createMLAGPUToEmuPass());
+  addHostLoweringPasses(pm);
+  if (mlir::failed(pm.run(*module))) {
+    run.error = "compile error";
+    return run;
+  }
+  auto engine = createEngine(*module, emu::runtimeSymbols());
+  if (!engine) {
+    run.error = llvm::toString(engine.takeError());
+    return run;
+  }
+  auto fn = (*engine)->lookupPacked("_mlir_ciface_k_lane");
+  if (!fn) {
+    run.error = llvm::toString(fn.takeError());
+    return run;
+  }
+  std::vector<float> in(kThreads);
+  std::iota(in.begin(), in.end(), 0.0f);
+  run.out.assign(kThreads, -1.0f);
+  std::vector<float> lds(kLdsFloats, -2.0f);
+  std::vector<std::vector<int64_t>> descriptors = {
+      makeDescriptor(in.data(), {kThreads}),
+      makeDescriptor(run.out.data(), {kThreads}),
+      makeDescriptor(lds.data(), {kLdsFloats})};
+  std::vector<void *> words;
+  for (auto &d : descriptors)
+    words.push_back(d.data());
+  auto lane = [&](int64_t ctx) {
+    std::vector<void *> packed;
+    for (void *&w : words)
+      packed.push_back(&w);
+    int64_t context = ctx;
+    packed.push_back(&context);
+    (*fn)(packed.data());
+  };
+  emu::WorkgroupOptions options;
+  options.lds = reinterpret_cast<char *>(lds.data());
+  options.ldsBytes = kLdsFloats * 4;
+  options.checkHazards = checkHazards;
+  options.scheduleSeed = scheduleSeed;
+  emu::WorkgroupRunner runner(kThreads);
+  if (llvm::Error err = runner.run({0, 0, 0}, lane, options))
+    run.error = llvm::toString(std::move(err));
+  return run;
+}
+
+// Every lane writes its id to lds[t], then reads a slot of the next wave or
+// the previous one.
+constexpr const char *kExchange = R"(
+      %v = memref.load %in[%t] : memref<256xf32, #gpu.address_space<global>>
+      memref.store %v, %lds[%t] : memref<512xf32, #gpu.address_space<workgroup>>
+      {0}
+      %d = arith.constant {1} : index
+      %o1 = arith.addi %t, %d : index
+      %o = arith.remui %o1, %c256 : index
+      %r = memref.load %lds[%o] : memref<512xf32, #gpu.address_space<workgroup>>
+      memref.store %r, %out[%t] : memref<256xf32, #gpu.address_space<global>>)";
+
+std::string exchange(bool barrier, int distance) {
+  return kernel(llvm::formatv(kExchange, barrier ? "gpu.barrier" : "",
+                              distance)
+                    .str());
+}
+
+// Each wave DMAs its 64 inputs to lds[w64 + 256] (and, with `twice`, its
+// first 64 inputs again to lds[w64]); then it waits with `wait`, and every
+// lane reads lds[256 + t].
+std::string dmaKernel(llvm::StringRef wait, bool barrier, bool twice) {
+  std::string body = R"(
+      %dst = arith.addi %w64, %c256 : index
+      amdgpu.gather_to_lds %in[%t], %lds[%dst] : f32, memref<256xf32, #gpu.address_space<global>>, memref<512xf32, #gpu.address_space<workgroup>>)";
+  if (twice)
+    body += R"(
+      amdgpu.gather_to_lds %in[%t], %lds[%w64] : f32, memref<256xf32, #gpu.address_space<global>>, memref<512xf32, #gpu.address_space<workgroup>>)";
+  body += "\n      " + wait.str();
+  if (barrier)
+    body += "\n      gpu.barrier";
+  body += R"(
+      %i = arith.addi %t, %c256 : index
+      %r = memref.load %lds[%i] : memref<512xf32, #gpu.address_space<workgroup>>
+      memref.store %r, %out[%t] : memref<256xf32, #gpu.address_space<global>>)";
+  return kernel(body);
+}
+
+/// Whether the run failed with a report that matches `pattern`.
+::testing::AssertionResult reports(const KernelRun &run,
+                                   const std::string &pattern) {
+  if (std::regex_search(run.error, std::regex(pattern)))
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "the report \"" << run.error << "\" does not match " << pattern;
+}
+
+void expectValues(const KernelRun &run, int distance) {
+  ASSERT_EQ(run.error, "");
+  for (int t = 0; t < kThreads; ++t)
+    ASSERT_EQ(run.out[t], float((t + distance) % kThreads)) << "lane " << t;
+}
+
+TEST(EmuHazards, ExchangeWithABarrierIsCleanInEveryOrder) {
+  for (uint64_t seed : {0, 1, 2, 3, 4, 5}) {
+    SCOPED_TRACE(seed);
+    expectValues(runKernel(exchange(true, 64), seed), 64);
+    expectValues(runKernel(exchange(true, 192), seed), 192);
+  }
+}
+
+TEST(EmuHazards, ReadOfAnotherWavesStoreWithoutBarrier) {
+  // Lane 64 reads lds[0], which wave 0 stored with no barrier between.
+  EXPECT_TRUE(reports(runKernel(exchange(false, 192)),
+                      "LDS hazard in workgroup \\(0, 0, 0\\): wave 1 reads LDS "
+                      "bytes \\[0, 4\\) that wave 0 wrote in the same "
+                      "barrier epoch \\(0 barriers passed\\): a barrier is "
+                      "missing between them"));
+}
+
+TEST(EmuHazards, StoreIntoBytesAnotherWaveReadWithoutBarrier) {
+  // Wave 0 reads lds[64..127] before wave 1 stores them.
+  EXPECT_TRUE(reports(runKernel(exchange(false, 64)),
+                      "wave 1 writes LDS bytes \\[256, 260\\) that wave 0 "
+                      "read in the same barrier epoch"));
+}
+
+TEST(EmuHazards, DmaRetiredByAWaitAndABarrierIsCleanInEveryOrder) {
+  for (uint64_t seed : {0, 11, 12, 13, 14, 15}) {
+    SCOPED_TRACE(seed);
+    expectValues(
+        runKernel(dmaKernel("amdgpu.memory_counter_wait load(0)", true, false),
+                  seed),
+        0);
+    // vmcnt(1) retires the older of two DMAs: the one read here.
+    expectValues(
+        runKernel(dmaKernel("amdgpu.memory_counter_wait load(1)", true, true),
+                  seed),
+        0);
+  }
+}
+
+TEST(EmuHazards, ReadOfADmaNoWaitRetired) {
+  EXPECT_TRUE(reports(runKernel(dmaKernel("", true, false)),
+                      "wave [0-3] reads LDS bytes \\[[0-9]+, [0-9]+\\) whose "
+                      "DMA \\(issued by the same wave\\) has not retired: a "
+                      "memory_counter_wait before the read is missing"));
+}
+
+TEST(EmuHazards, WaitThatLeavesTheReadDmaInFlight) {
+  // Two DMAs, the one read issued last: vmcnt(1) leaves it in flight.
+  std::string body = R"(
+      amdgpu.gather_to_lds %in[%t], %lds[%w64] : f32, memref<256xf32, #gpu.address_space<global>>, memref<512xf32, #gpu.address_space<workgroup>>
+      %dst = arith.addi %w64, %c256 : index
+      amdgpu.gather_to_lds %in[%t], %lds[%dst] : f32, memref<256xf32, #gpu.address_space<global>>, memref<512xf32, #gpu.address_space<workgroup>>
+      amdgpu.memory_counter_wait load(1)
+      gpu.barrier
+      %i = arith.addi %t, %c256 : index
+      %r = memref.load %lds[%i] : memref<512xf32, #gpu.address_space<workgroup>>
+      memref.store %r, %out[%t] : memref<256xf32, #gpu.address_space<global>>)";
+  EXPECT_TRUE(reports(runKernel(kernel(body)),
+                      "wave [0-3] reads LDS bytes \\[[0-9]+, [0-9]+\\) whose "
+                      "DMA \\(issued by the same wave\\) has not retired"));
+}
+
+TEST(EmuHazards, ReadOfAnotherWavesDmaWithoutBarrierAfterTheWait) {
+  // Each lane reads the slot of the next wave: its DMA retired in that
+  // wave, but no barrier orders the read after the retirement.
+  std::string body = R"(
+      amdgpu.gather_to_lds %in[%t], %lds[%w64] : f32, memref<256xf32, #gpu.address_space<global>>, memref<512xf32, #gpu.address_space<workgroup>>
+      amdgpu.memory_counter_wait load(0)
+      %o1 = arith.addi %t, %c64 : index
+      %o = arith.remui %o1, %c256 : index
+      %r = memref.load %lds[%o] : memref<512xf32, #gpu.address_space<workgroup>>
+      memref.store %r, %out[%t] : memref<256xf32, #gpu.address_space<global>>)";
+  EXPECT_TRUE(reports(runKernel(kernel(body)),
+                      "wave ([0-3]) reads LDS bytes \\[[0-9]+, [0-9]+\\) whose "
+                      "DMA from wave [0-3] has not retired: the read must "
+                      "follow the memory_counter_wait of wave [0-3] that "
+                      "retires it and a barrier after that wait"));
+}
+
+TEST(EmuHazards, DmaIntoBytesAnotherWaveReadWithoutBarrier) {
+  // Every lane reads the next wave's slot, then each wave DMAs into its own.
+  std::string body = R"(
+      %o1 = arith.addi %t, %c64 : index
+      %o = arith.remui %o1, %c256 : index
+      %r = memref.load %lds[%o] : memref<512xf32, #gpu.address_space<workgroup>>
+      memref.store %r, %out[%t] : memref<256xf32, #gpu.address_space<global>>
+      amdgpu.gather_to_lds %in[%t], %lds[%w64] : f32, memref<256xf32, #gpu.address_space<global>>, memref<512xf32, #gpu.address_space<workgroup>>
+      amdgpu.memory_counter_wait load(0))";
+  EXPECT_TRUE(reports(runKernel(kernel(body)),
+                      "a DMA of wave 1 writes LDS bytes \\[256, 512\\) that "
+                      "wave 0 read in the same barrier epoch"));
+}
+
+TEST(EmuHazards, StoreIntoBytesADmaHasInFlight) {
+  std::string body = R"(
+      amdgpu.gather_to_lds %in[%t], %lds[%w64] : f32, memref<256xf32, #gpu.address_space<global>>, memref<512xf32, #gpu.address_space<workgroup>>
+      %v = arith.constant 1.0 : f32
+      memref.store %v, %lds[%t] : memref<512xf32, #gpu.address_space<workgroup>>
+      amdgpu.memory_counter_wait load(0))";
+  EXPECT_TRUE(reports(runKernel(kernel(body)),
+                      "wave 0 writes LDS bytes \\[[0-9]+, [0-9]+\\) that a DMA "
+                      "of wave 0 still has in flight"));
+}
+
+TEST(EmuHazards, BarrierReachedByPartOfTheWorkgroup) {
+  std::string body = R"(
+      %c128 = arith.constant 128 : index
+      %low = arith.cmpi ult, %t, %c128 : index
+      scf.if %low {
+        gpu.barrier
+      })";
+  KernelRun run = runKernel(kernel(body));
+  EXPECT_NE(run.error.find("deadlocked"), std::string::npos) << run.error;
+  EXPECT_NE(run.error.find("wave 0: 64 at a barrier; wave 1: 64 at a "
+                           "barrier; wave 2: 64 returned; wave 3: 64 returned"),
+            std::string::npos)
+      << run.error;
+}
+
+TEST(EmuHazards, LdsAccessOutsideTheWorkgroupsLds) {
+  std::string body = R"(
+      %big = arith.constant 600 : index
+      %r = memref.load %lds[%big] : memref<512xf32, #gpu.address_space<workgroup>>
+      memref.store %r, %out[%t] : memref<256xf32, #gpu.address_space<global>>)";
+  KernelRun run = runKernel(kernel(body));
+  EXPECT_NE(run.error.find("an LDS read of 4 bytes outside the workgroup's "
+                           "2048 bytes of LDS"),
+            std::string::npos)
+      << run.error;
+}
+
+TEST(EmuHazards, DmaLandsOnlyWhenRetired) {
+  // With the checks off, a read before the wait sees LDS as it was.
+  std::string body = R"(
+      amdgpu.gather_to_lds %in[%t], %lds[%w64] : f32, memref<256xf32, #gpu.address_space<global>>, memref<512xf32, #gpu.address_space<workgroup>>
+      %r = memref.load %lds[%t] : memref<512xf32, #gpu.address_space<workgroup>>
+      amdgpu.memory_counter_wait load(0)
+      %r2 = memref.load %lds[%t] : memref<512xf32, #gpu.address_space<workgroup>>
+      %s = arith.addf %r, %r2 : f32
+      memref.store %s, %out[%t] : memref<256xf32, #gpu.address_space<global>>)";
+  KernelRun run = runKernel(kernel(body), /*scheduleSeed=*/0, /*checkHazards=*/false);
+  ASSERT_EQ(run.error, "");
+  for (int t = 0; t < kThreads; ++t)
+    ASSERT_EQ(run.out[t], -2.0f + float(t)) << "lane " << t;
+}
+
+TEST(EmuHazards, RandomScheduleShowsAnUnsynchronizedExchange) {
+  // Lanes of waves 1-3 read what the previous wave stored, with no barrier.
+  // In id order every wave runs after the one before it, so the values come
+  // out right; with the checks off, a random lane order shows the bug.
+  std::string body = R"(
+      %v = memref.load %in[%t] : memref<256xf32, #gpu.address_space<global>>
+      memref.store %v, %lds[%t] : memref<512xf32, #gpu.address_space<workgroup>>
+      %later = arith.cmpi uge, %t, %c64 : index
+      %prev = arith.subi %t, %c64 : index
+      %o = arith.select %later, %prev, %t : index
+      %r = memref.load %lds[%o] : memref<512xf32, #gpu.address_space<workgroup>>
+      memref.store %r, %out[%t] : memref<256xf32, #gpu.address_space<global>>)";
+  auto right = [](const KernelRun &run) {
+    for (int t = 0; t < kThreads; ++t)
+      if (run.out[t] != float(t >= 64 ? t - 64 : t))
+        return false;
+    return true;
+  };
+  KernelRun inOrder = runKernel(kernel(body), 0, /*checkHazards=*/false);
+  ASSERT_EQ(inOrder.error, "");
+  EXPECT_TRUE(right(inOrder));
+  int wrong = 0;
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    KernelRun run = runKernel(kernel(body), seed, /*checkHazards=*/false);
+    ASSERT_EQ(run.error, "");
+    wrong += !right(run);
+  }
+  EXPECT_GT(wrong, 0);
+  // The checker reports it in any order.
+  EXPECT_NE(runKernel(kernel(body)).error.find("wave 1 reads LDS bytes [0, 4) "
+                                               "that wave 0 wrote"),
+            std::string::npos);
+}
+
+TEST(EmuHazards, ModelReportsTheConflictingRun) {
+  emu::LdsHazardModel model;
+  model.reset(64);
+  EXPECT_FALSE(model.write(0, 8, 16, 0));
+  EXPECT_FALSE(model.read(0, 0, 32, 0)); // a wave reads its own store
+  auto hazard = model.read(2, 0, 32, 0);
+  ASSERT_TRUE(hazard);
+  EXPECT_EQ(*hazard, "wave 2 reads LDS bytes [8, 24) that wave 0 wrote in the "
+                     "same barrier epoch (0 barriers passed): a barrier is "
+                     "missing between them");
+  EXPECT_FALSE(model.read(2, 0, 32, 1)); // after a barrier
+  // A new workgroup starts clean.
+  model.reset(64);
+  EXPECT_FALSE(model.read(2, 0, 32, 0));
+}
+} // namespace
