@@ -274,6 +274,7 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
     options.splits = sig.splits;
     options.headsPerWorkgroup = sig.headsPerWorkgroup;
     options.testCorruptLayout = sig.testCorruptLayout;
+    options.testHazard = sig.testHazard;
     buildDecodeToEmuKernelsPipeline(*pm, options);
     if (mlir::failed(pm->run(*emuModule)))
       return compileError(diagnostics);

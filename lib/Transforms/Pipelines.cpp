@@ -118,7 +118,9 @@ void mla::buildDecodeToEmuKernelsPipeline(
   config.headsPerWorkgroup = options.headsPerWorkgroup;
   pm.addPass(createMLASelectConfigPass(config));
   pm.addPass(createMLASplitKVPass());
-  pm.addPass(createMLAToGPUPass());
+  MLAToGPUPassOptions toGPU;
+  toGPU.testHazard = options.testHazard;
+  pm.addPass(createMLAToGPUPass(toGPU));
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   MLALowerToMFMAPassOptions mfma;
   mfma.testCorruptLayout = options.testCorruptLayout;

@@ -119,7 +119,8 @@ MemRefType globalType(ArrayRef<int64_t> shape, Type elem) {
 class PartialKernel {
 public:
   /// `xcds`: the chiplets the chip deals workgroups to (1 when unknown).
-  PartialKernel(PartialDecodeOp op, int64_t xcds) : op(op), xcds(xcds) {
+  PartialKernel(PartialDecodeOp op, int64_t xcds, StringRef testHazard = "")
+      : op(op), xcds(xcds), testHazard(testHazard.str()) {
     numHeads = op.getNumHeads();
     headsPerWg = op.getConfig().getHeadsPerWorkgroup();
     qkDim = op.getQKHeadDim();
@@ -282,6 +283,9 @@ private:
   }
 
   int64_t xcds;
+  /// Testing only: the synchronization bug to build in (mla-to-gpu
+  /// test-hazard), or "".
+  std::string testHazard;
   int64_t numHeads, qkDim, vDim, paddedQK;
   int64_t kTileRows, kStages, headsPerWg, wavesPerWg; // from the config
 };
@@ -603,6 +607,8 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   Value padElem = arith::ConstantOp::create(b, loc, b.getFloatAttr(elem, 0.0));
   Value padF32 = k.f32(0.0);
 
+  // Testing only: a wait that leaves one load of the tile in flight.
+  int64_t shortWait = testHazard == "short-wait" ? 1 : 0;
   auto tileLoop = scf::ForOp::create(
       b, loc, begin, end, k.idx(kTileRows),
       ValueRange{negInf, k.f32(0.0), zeroAcc},
@@ -624,19 +630,21 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
           b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
           issueTile(nextStart, k.rem(k.add(tileIndex, c1), k.idx(kStages)));
           amdgpu::MemoryCounterWaitOp::create(
-              b, loc, b.getI32IntegerAttr(gathersPerWave), nullptr, nullptr,
-              nullptr, nullptr);
+              b, loc, b.getI32IntegerAttr(gathersPerWave + shortWait), nullptr,
+              nullptr, nullptr, nullptr);
           scf::YieldOp::create(b, loc);
         }, [&](OpBuilder &ib, Location) {
           OpBuilder::InsertionGuard g2(b);
           b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
-          amdgpu::MemoryCounterWaitOp::create(b, loc, b.getI32IntegerAttr(0),
+          amdgpu::MemoryCounterWaitOp::create(b, loc,
+                                              b.getI32IntegerAttr(shortWait),
                                               nullptr, nullptr, nullptr,
                                               nullptr);
           scf::YieldOp::create(b, loc);
         });
         (void)ifNext;
-        gpu::BarrierOp::create(b, loc);
+        if (testHazard != "drop-tile-barrier")
+          gpu::BarrierOp::create(b, loc);
 
         // S = Q · Kᵀ on the wave's 16 heads x 64 tile rows.
         if (mx) {
@@ -795,7 +803,8 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
           }
         }
         // The next iteration overwrites the score, P and factor buffers.
-        gpu::BarrierOp::create(b, loc);
+        if (testHazard != "drop-loop-barrier")
+          gpu::BarrierOp::create(b, loc);
         scf::YieldOp::create(b, loc, ValueRange{newMax, newSum, newAcc});
       });
 
@@ -1250,6 +1259,7 @@ gpu::GPUFuncOp buildCombineKernel(CombineOp op, OpBuilder &mb, StringRef name) {
 }
 
 struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<PartialDecodeOp> partials;
@@ -1260,6 +1270,14 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
       return;
 
     // The chip comes from the planner op that feeds the work list.
+    if (!llvm::is_contained({"", "drop-tile-barrier", "short-wait",
+                             "drop-loop-barrier"},
+                            StringRef(testHazard))) {
+      module.emitError("mla-to-gpu: unknown test-hazard '")
+          << testHazard
+          << "' (drop-tile-barrier, short-wait or drop-loop-barrier)";
+      return signalPassFailure();
+    }
     std::string chip = "gfx950";
     DenseMap<Operation *, int64_t> xcdsOf;
     for (PartialDecodeOp op : partials) {
@@ -1303,7 +1321,8 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
                                          {FlatSymbolRefAttr::get(kernel)}));
     };
     for (PartialDecodeOp op : partials)
-      record(op, PartialKernel(op, xcdsOf[op]).build(kb, "mla_partial_decode"));
+      record(op, PartialKernel(op, xcdsOf[op], testHazard)
+                     .build(kb, "mla_partial_decode"));
     for (CombineOp op : combines)
       record(op, buildCombineKernel(op, kb, "mla_combine"));
   }

@@ -107,6 +107,23 @@ static cl::opt<bool> dumpIR("dump-ir",
                                      "the backend's form of the decode"),
                             cl::cat(category));
 
+static cl::opt<bool> noHazardCheck(
+    "no-hazard-check",
+    cl::desc("emu: skip the LDS hazard checks (races between waves, reads of "
+             "DMAs no wait retired); faster"),
+    cl::cat(category));
+static cl::opt<uint64_t> emuScheduleSeed(
+    "emu-schedule-seed",
+    cl::desc("emu: run each workgroup's lanes in a random order drawn from "
+             "this seed (0: in id order)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<std::string> testEmuHazard(
+    "test-emu-hazard",
+    cl::desc("Testing only (emu): build the partial kernel with one "
+             "synchronization bug (drop-tile-barrier, short-wait, "
+             "drop-loop-barrier), to show that the hazard checker reports it"),
+    cl::Hidden, cl::cat(category));
+
 static cl::opt<bool> kvTraffic(
     "kv-traffic",
     cl::desc("emu: print the modelled cache traffic of the partial kernel "
@@ -267,6 +284,12 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
   if (kvTraffic)
     CHECK_MLA(mla_emu_model_kv_traffic(h.context, 1),
               "modelling the cache traffic");
+  if (kind == MLA_BACKEND_EMU) {
+    CHECK_MLA(mla_emu_check_hazards(h.context, !noHazardCheck),
+              "configuring the emu");
+    CHECK_MLA(mla_emu_schedule_seed(h.context, emuScheduleSeed),
+              "configuring the emu");
+  }
   std::vector<double> times;
   for (int i = 0; i < repeat; ++i) {
     auto start = std::chrono::steady_clock::now();
@@ -337,6 +360,11 @@ int main(int argc, char **argv) {
   if (kvTraffic && backend != "emu")
     return fail("--kv-traffic models the emu backend's launches; use "
                 "--backend emu");
+  if ((noHazardCheck || emuScheduleSeed != 0 || !testEmuHazard.empty()) &&
+      backend != "emu")
+    return fail("--no-hazard-check, --emu-schedule-seed and "
+                "--test-emu-hazard configure the emu backend; use --backend "
+                "emu");
   if (pipeline != "decompose" && pipeline != "split")
     return fail("unknown --pipeline '" + pipeline + "' (decompose or split)");
   bool split = pipeline == "split";
@@ -351,10 +379,11 @@ int main(int argc, char **argv) {
                 "hip backends)");
   if (!artifactPath.empty() &&
       (split || splitsOpt != -1 || kvTileOpt != 0 || testCorruptLayout ||
-       dumpIR || headsPerWorkgroupOpt != 0))
+       !testEmuHazard.empty() || dumpIR || headsPerWorkgroupOpt != 0))
     return fail("--artifact runs a compiled artifact: --pipeline, --splits, "
-                "--kv-tile, --heads-per-workgroup, --dump-ir and "
-                "--test-corrupt-mfma-layout belong to mla-compile");
+                "--kv-tile, --heads-per-workgroup and --dump-ir belong to "
+                "mla-compile; --test-corrupt-mfma-layout and --test-emu-hazard "
+                "build the kernels in memory");
   if (split && splitsOpt != -1 && splitsOpt < 1)
     return fail("--splits must be at least 1, got " + llvm::Twine(splitsOpt));
   if (smScale < 0.0)
@@ -412,6 +441,7 @@ int main(int argc, char **argv) {
     sig.splits = splitsOpt;
     sig.headsPerWorkgroup = headsPerWorkgroupOpt;
     sig.testCorruptLayout = testCorruptLayout;
+    sig.testHazard = testEmuHazard;
   }
   auto out = runThroughRuntime(problem, sig);
   if (!out)

@@ -34,6 +34,8 @@ struct KernelSignature {
   int64_t headsPerWorkgroup = 0;
   // emu only, testing only: a deliberately wrong MFMA operand layout.
   bool testCorruptLayout = false;
+  // emu only, testing only: a synchronization bug (mla-to-gpu test-hazard).
+  std::string testHazard;
 };
 
 /// The MLIR source of the host entry point `mla_decode` for `sig`.

@@ -100,6 +100,9 @@ struct DecodeToEmuPipelineOptions
       *this, "test-corrupt-layout",
       llvm::cl::desc("Testing only: see mla-lower-to-mfma"),
       llvm::cl::init(false)};
+  Option<std::string> testHazard{
+      *this, "test-hazard",
+      llvm::cl::desc("Testing only: see mla-to-gpu"), llvm::cl::init("")};
 };
 
 /// The gfx950 kernels for the emu backend: config (gfx950) -> split-KV ->
