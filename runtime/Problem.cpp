@@ -128,6 +128,10 @@ mla::generateProblem(const GenerateOptions &options) {
                  " query tokens per sequence; 1..4 are supported");
   // Refuse what would not fit in memory (or in the int32 indptrs) up front
   // rather than dying in an allocation.
+  if (options.spareRows < 0 || options.spareRows > (int64_t(1) << 24))
+    return error("--spare-rows " + llvm::Twine(options.spareRows) +
+                 " outside 0..2^24");
+  totalRows += options.spareRows;
   if (totalRows * std::max<int64_t>(options.qkDim, 1) > (int64_t(1) << 33))
     return error("the generated cache would hold " + llvm::Twine(totalRows) +
                  " rows of " + llvm::Twine(options.qkDim) +
@@ -201,6 +205,12 @@ mla::generateProblem(const GenerateOptions &options) {
     break;
   }
   }
+  // A pool larger than the batch: rows no sequence owns hold NaN codes, so
+  // a kernel that reads one cannot pass the check.
+  p.numRows += options.spareRows;
+  p.kv.resize(p.numRows * p.rowBytes(), 0xFF);
+  if (p.format == CacheFormat::MXFP4)
+    p.mxScales.resize(p.numRows * (p.qkDim / 32), 0xFF);
   return p;
 }
 

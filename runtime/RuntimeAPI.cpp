@@ -335,16 +335,21 @@ mla_status mla_launch(mla_kernel kernel, mla_plan plan,
   MLA_REQUIRE(kernel && plan && args, "mla_launch: NULL argument");
   MLA_REQUIRE(plan->kernel == kernel,
               "mla_launch: the plan was made for another kernel");
-  if (args->num_seqs != plan->numSeqs || args->num_tokens != plan->numTokens ||
-      args->num_kv_rows != plan->numKVRows)
+  if (args->num_seqs != plan->numSeqs || args->num_tokens != plan->numTokens)
     return fail(Status::SizeMismatch,
                 "mla_launch: the batch (num_seqs " +
                     llvm::Twine(args->num_seqs) + ", num_tokens " +
-                    llvm::Twine(args->num_tokens) + ", num_kv_rows " +
+                    llvm::Twine(args->num_tokens) + ") is not the plan's (" +
+                    llvm::Twine(plan->numSeqs) + ", " +
+                    llvm::Twine(plan->numTokens) + ")");
+  // The cache may be a pool larger than the batch: rows past
+  // kv_indptr[num_seqs] belong to no sequence and are never read.
+  if (args->num_kv_rows < plan->numKVRows)
+    return fail(Status::SizeMismatch,
+                "mla_launch: the cache has num_kv_rows " +
                     llvm::Twine(args->num_kv_rows) +
-                    ") is not the plan's (" + llvm::Twine(plan->numSeqs) +
-                    ", " + llvm::Twine(plan->numTokens) + ", " +
-                    llvm::Twine(plan->numKVRows) + ")");
+                    " rows; the plan's batch uses " +
+                    llvm::Twine(plan->numKVRows) + " (kv_indptr[num_seqs])");
   const Artifact &a = kernel->artifact;
   bool usesWorkList = kernel->context->backend->usesWorkList();
   if (usesWorkList && args->workspace_bytes < plan->workspaceBytes)
@@ -397,7 +402,7 @@ mla_status mla_launch(mla_kernel kernel, mla_plan plan,
                            : nullptr;
   b.numSeqs = plan->numSeqs;
   b.numTokens = plan->numTokens;
-  b.numKVRows = plan->numKVRows;
+  b.numKVRows = args->num_kv_rows;
   b.numWorkItems = plan->numWorkItems;
   if (llvm::Error err = kernel->loaded->launch(b, stream))
     return fail(std::move(err));

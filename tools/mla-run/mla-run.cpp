@@ -53,6 +53,11 @@ static cl::opt<double> qScale("q-scale",
                               cl::desc("Multiply generated q; large values give sharp "
                                        "attention (score std ~ 4e-4 * q-scale)"),
                               cl::init(1.0), cl::cat(category));
+static cl::opt<int64_t> spareRows(
+    "spare-rows",
+    cl::desc("Generated inputs: a cache pool with N rows after the batch's, "
+             "filled with NaN codes (never read)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<double> smScale("sm-scale", cl::desc("Softmax scale (default 1/sqrt(Dqk))"),
                                cl::init(0.0), cl::cat(category));
 static cl::opt<std::string> saveInputs("save-inputs", cl::desc("Write the inputs as .npy to DIR"),
@@ -347,6 +352,9 @@ int main(int argc, char **argv) {
 
   if (generate == !inputsDir.empty())
     return fail("give exactly one of --generate and --inputs DIR");
+  if (spareRows != 0 && !generate)
+    return fail("--spare-rows shapes generated inputs; with --inputs the "
+                "pool is kv.npy's rows");
   std::optional<CacheFormat> format;
   if (!formatOpt.empty()) {
     format = parseFormat(formatOpt);
@@ -404,6 +412,7 @@ int main(int argc, char **argv) {
     opts.vDim = vDim;
     opts.seed = seed;
     opts.qScale = qScale;
+    opts.spareRows = spareRows;
     auto generated = generateProblem(opts);
     if (!generated)
       return fail(generated.takeError());

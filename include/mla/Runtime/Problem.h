@@ -56,6 +56,9 @@ struct GenerateOptions {
   uint64_t seed = 0;
   /// Multiplies q (0.02 N(0,1)); large values give sharp attention.
   double qScale = 1.0;
+  /// Rows after the batch's (a cache pool larger than the batch), every
+  /// byte 0xFF: NaN codes in bf16 and fp8, NaN block scales in mxfp4.
+  int64_t spareRows = 0;
 };
 
 /// q and kv ~ 0.02 N(0,1) rounded to bf16; fp8 with the per-tensor scale

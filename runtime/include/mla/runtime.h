@@ -121,7 +121,7 @@ mla_status mla_plan_destroy(mla_plan plan);
 typedef struct mla_plan_info {
   int32_t num_seqs;
   int32_t num_tokens;   /* T = qo_indptr[num_seqs] */
-  int32_t num_kv_rows;  /* N = kv_indptr[num_seqs] */
+  int32_t num_kv_rows;  /* rows the batch uses: kv_indptr[num_seqs] */
   int32_t num_work_items;
   size_t work_list_bytes; /* the device buffer mla_launch reads */
   size_t workspace_bytes; /* scratch mla_launch writes (partials) */
@@ -145,7 +145,10 @@ typedef struct mla_decode_args {
   float *lse;               /* [T, H] f32, natural log */
   void *workspace;
   size_t workspace_bytes;
-  /* The batch's sizes: must equal the plan's. */
+  /* The batch's sizes: num_seqs and num_tokens must equal the plan's;
+   * num_kv_rows is the cache's N, at least the plan's (a pool may be larger
+   * than the batch: rows past kv_indptr[num_seqs] may hold anything, NaN
+   * codes included, and are never read). */
   int32_t num_seqs;
   int32_t num_tokens;
   int32_t num_kv_rows;
