@@ -292,13 +292,13 @@ llvm::Error EmuKernel::launch(const LaunchBuffers &buffers, void *) {
 
 class EmuBackend : public Backend {
 public:
-  std::string arch() const override { return "gfx950"; }
+  std::string arch() const override { return emulatedArch().arch.str(); }
   llvm::Expected<std::unique_ptr<LoadedKernel>>
   load(const Artifact &artifact) override {
     if (artifact.chip != arch())
       return statusError(Status::TargetMismatch,
                          "the artifact is built for " + artifact.chip +
-                             "; the emu backend runs gfx950 kernels");
+                             "; the emu backend runs " + arch() + " kernels");
     if (artifact.emuModule.empty())
       return statusError(Status::BackendUnavailable,
                          "the artifact has no emu form (compiled without "

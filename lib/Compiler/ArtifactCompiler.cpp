@@ -260,8 +260,9 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
     return compileError("unknown target '" + sig.target + "'");
   a.chip = target->arch->arch.str();
   a.computeUnits = target->computeUnits;
-  if (target->arch->arch != "gfx950" ||
-      (!forms.emu && !forms.gfx950))
+  // The emu runs only the architecture it models.
+  bool emuForm = forms.emu && target->arch == &emulatedArch();
+  if (!target->arch->hasGPUKernels || (!emuForm && !forms.gfx950))
     return a;
 
   // The emu form: the kernels at the MFMA level as host lane functions.
@@ -271,6 +272,7 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
   {
     auto pm = makePassManager();
     DecodeToEmuPipelineOptions options;
+    options.target = sig.target;
     options.splits = sig.splits;
     options.headsPerWorkgroup = sig.headsPerWorkgroup;
     options.testCorruptLayout = sig.testCorruptLayout;
@@ -278,7 +280,7 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
     buildDecodeToEmuKernelsPipeline(*pm, options);
     if (mlir::failed(pm->run(*emuModule)))
       return compileError(diagnostics);
-    if (forms.emu) {
+    if (emuForm) {
       llvm::raw_string_ostream os(a.emuModule);
       emuModule->print(os);
     }

@@ -17,13 +17,21 @@ const MatrixInstruction gfx950Matrix[] = {
     {"v_mfma_f32_32x32x16_bf16", 32, 32, 16, "bf16", "bf16", false},
 };
 
-const ArchInfo gfx950 = {"gfx950", /*waveSize=*/64,
+const ArchInfo gfx950 = {"gfx950",         /*waveSize=*/64,
                          /*ldsBytesPerCU=*/160 * 1024,
-                         /*vectorRegistersPerLane=*/512, gfx950Matrix};
+                         /*vectorRegistersPerLane=*/512,
+                         /*unifiedRegisterFile=*/true,
+                         /*simdsPerCU=*/4, /*maxWavesPerSIMD=*/8,
+                         gfx950Matrix,     /*hasGPUKernels=*/true,
+                         /*emulated=*/true};
 // The host runs workgroups one after another: one "CU", no workgroup memory
 // limit worth modelling, no matrix instructions.
 const ArchInfo host = {"host", /*waveSize=*/1, /*ldsBytesPerCU=*/0,
-                       /*vectorRegistersPerLane=*/0, {}};
+                       /*vectorRegistersPerLane=*/0,
+                       /*unifiedRegisterFile=*/false, /*simdsPerCU=*/1,
+                       /*maxWavesPerSIMD=*/1, {}, /*hasGPUKernels=*/false,
+                       /*emulated=*/false};
+const ArchInfo *const arches[] = {&gfx950, &host};
 
 const TargetInfo targets[] = {
     // MI355X: 256 CUs in 8 XCDs, 8 TB/s HBM3E.
@@ -41,3 +49,14 @@ const TargetInfo *mla::lookupTarget(llvm::StringRef name) {
 }
 
 llvm::ArrayRef<TargetInfo> mla::knownTargets() { return targets; }
+
+const ArchInfo *mla::lookupArch(llvm::StringRef arch) {
+  for (const ArchInfo *a : arches)
+    if (a->arch == arch)
+      return a;
+  return nullptr;
+}
+
+llvm::StringRef mla::defaultTargetName() { return "gfx950"; }
+
+const ArchInfo &mla::emulatedArch() { return gfx950; }

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mla/Transforms/Passes.h"
+#include "mla/Target/KnownTargets.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -73,6 +74,13 @@ void mla::buildDecodeSplitToCPUPipeline(
   addHostLoweringPasses(pm);
 }
 
+/// The chip the GPU passes compile for: the target's architecture from the
+/// chip table (an unknown name is mla-select-config's error to report).
+static std::string chipsetOf(StringRef target) {
+  const mla::TargetInfo *info = mla::lookupTarget(target);
+  return info ? info->arch->arch.str() : target.str();
+}
+
 void mla::buildDecodeToGFX950Pipeline(
     OpPassManager &pm, const DecodeToGFX950PipelineOptions &options) {
   GFX950Level stopAt = options.stopAt;
@@ -96,7 +104,7 @@ void mla::buildDecodeToGFX950Pipeline(
   // instructions (after the fragments exist, so it sees the tile-level
   // widening of an fp8 operand).
   MLALowerToMFMAPassOptions mfma;
-  mfma.chipset = "gfx950";
+  mfma.chipset = chipsetOf(options.target);
   device.addPass(createMLALowerToMFMAPass(mfma));
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
@@ -104,7 +112,7 @@ void mla::buildDecodeToGFX950Pipeline(
     return;
   device.addPass(createSCFToControlFlowPass());
   ConvertGpuOpsToROCDLOpsOptions rocdlOptions;
-  rocdlOptions.chipset = "gfx950";
+  rocdlOptions.chipset = chipsetOf(options.target);
   rocdlOptions.runtime = gpu::amd::Runtime::HIP;
   device.addPass(createConvertGpuOpsToROCDLOps(rocdlOptions));
   device.addPass(createReconcileUnrealizedCastsPass());
@@ -113,7 +121,7 @@ void mla::buildDecodeToGFX950Pipeline(
 void mla::buildDecodeToEmuKernelsPipeline(
     OpPassManager &pm, const DecodeToEmuPipelineOptions &options) {
   MLASelectConfigPassOptions config;
-  config.targetName = "gfx950";
+  config.targetName = options.target;
   config.splits = options.splits;
   config.headsPerWorkgroup = options.headsPerWorkgroup;
   pm.addPass(createMLASelectConfigPass(config));

@@ -31,6 +31,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/Target/KnownTargets.h"
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
@@ -119,8 +120,11 @@ MemRefType globalType(ArrayRef<int64_t> shape, Type elem) {
 class PartialKernel {
 public:
   /// `xcds`: the chiplets the chip deals workgroups to (1 when unknown).
-  PartialKernel(PartialDecodeOp op, int64_t xcds, StringRef testHazard = "")
-      : op(op), xcds(xcds), testHazard(testHazard.str()) {
+  /// `xcds` and `ldsLimit` (bytes of LDS a workgroup may use) come from the
+  /// target.
+  PartialKernel(PartialDecodeOp op, int64_t xcds, int64_t ldsLimit,
+                StringRef testHazard = "")
+      : op(op), xcds(xcds), ldsLimit(ldsLimit), testHazard(testHazard.str()) {
     numHeads = op.getNumHeads();
     headsPerWg = op.getConfig().getHeadsPerWorkgroup();
     qkDim = op.getQKHeadDim();
@@ -165,9 +169,10 @@ public:
              " whose tile bytes split into 16-byte loads of 256 lanes";
     if (kStages < 2)
       return std::string("the partial kernel needs pipeline_stages >= 2");
-    if (ldsBytes() > 163840)
+    if (ldsBytes() > ldsLimit)
       return "the partial kernel needs " + std::to_string(ldsBytes()) +
-             " bytes of LDS, more than 163840";
+             " bytes of LDS, more than the target's " +
+             std::to_string(ldsLimit);
     return std::nullopt;
   }
 
@@ -282,7 +287,7 @@ private:
     return names;
   }
 
-  int64_t xcds;
+  int64_t xcds, ldsLimit;
   /// Testing only: the synchronization bug to build in (mla-to-gpu
   /// test-hazard), or "".
   std::string testHazard;
@@ -1278,10 +1283,16 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
           << "' (drop-tile-barrier, short-wait or drop-loop-barrier)";
       return signalPassFailure();
     }
-    std::string chip = "gfx950";
-    DenseMap<Operation *, int64_t> xcdsOf;
+    // The chip comes from the planner op that feeds the work list (the
+    // default target's when a test builds the op without one).
+    const ArchInfo &fallback = *lookupTarget(defaultTargetName())->arch;
+    std::string chip = fallback.arch.str();
+    struct Facts {
+      int64_t xcds, ldsLimit;
+    };
+    DenseMap<Operation *, Facts> factsOf;
     for (PartialDecodeOp op : partials) {
-      int64_t xcds = 1;
+      int64_t xcds = 1, ldsLimit = fallback.ldsBytesPerCU;
       if (auto plan = op.getWorkItems().getDefiningOp<PlanSplitsOp>()) {
         TargetAttr target = plan.getTarget();
         if (target.getWaveSize() != kWaveSize) {
@@ -1292,13 +1303,14 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
         }
         chip = target.getArch().str();
         xcds = std::max<int64_t>(1, target.getXcds());
+        ldsLimit = target.getLdsBytes();
       }
       if (std::optional<std::string> why =
-              PartialKernel(op, xcds).unsupported()) {
+              PartialKernel(op, xcds, ldsLimit).unsupported()) {
         op.emitOpError(*why);
         return signalPassFailure();
       }
-      xcdsOf[op] = xcds;
+      factsOf[op] = {xcds, ldsLimit};
     }
 
     MLIRContext *ctx = &getContext();
@@ -1321,7 +1333,8 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
                                          {FlatSymbolRefAttr::get(kernel)}));
     };
     for (PartialDecodeOp op : partials)
-      record(op, PartialKernel(op, xcdsOf[op], testHazard)
+      record(op, PartialKernel(op, factsOf[op].xcds, factsOf[op].ldsLimit,
+                               testHazard)
                      .build(kb, "mla_partial_decode"));
     for (CombineOp op : combines)
       record(op, buildCombineKernel(op, kb, "mla_combine"));

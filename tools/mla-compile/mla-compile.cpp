@@ -11,6 +11,7 @@
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Runtime/JitSupport.h"
 #include "mla/Runtime/Status.h"
+#include "mla/Target/KnownTargets.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"
@@ -29,7 +30,7 @@ static cl::opt<std::string> outputPath("o", cl::desc("Output artifact"),
                                        cl::value_desc("FILE"), cl::Required,
                                        cl::cat(category));
 static cl::opt<std::string> target("target", cl::desc("Chip: gfx950 (= mi355x)"),
-                                   cl::init("gfx950"), cl::cat(category));
+                                   cl::init(mla::defaultTargetName().str()), cl::cat(category));
 static cl::opt<int64_t> splits("splits",
                                cl::desc("Work items per sequence (default: the "
                                         "balanced planner)"),

@@ -14,6 +14,7 @@
 #include "mla/Runtime/Numerics.h"
 #include "mla/Runtime/Problem.h"
 #include "mla/Runtime/Reference.h"
+#include "mla/Target/KnownTargets.h"
 #include "mla/runtime.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -86,8 +87,9 @@ static cl::opt<int64_t> headsPerWorkgroupOpt(
              "from (default: all H)"),
     cl::init(0), cl::cat(category));
 static cl::opt<std::string> targetOpt("target",
-                                      cl::desc("Split pipeline: chip the work list is planned for"),
-                                      cl::init("gfx950"), cl::cat(category));
+                                      cl::desc("Chip the kernels and work lists are for (split "
+                                               "pipeline, emu, hip)"),
+                                      cl::init(mla::defaultTargetName().str()), cl::cat(category));
 static cl::opt<std::string> outPath("out", cl::desc("Write the output (float32 [T, H, Dv])"),
                                     cl::value_desc("OUT.npy"), cl::cat(category));
 static cl::opt<std::string> lsePath("lse", cl::desc("Write the lse (float32 [T, H])"),
@@ -430,9 +432,18 @@ int main(int argc, char **argv) {
     if (llvm::Error err = saveProblem(problem, saveInputs))
       return fail(std::move(err));
 
+  // The gfx950-style kernels (emu, hip) are named by their architecture.
+  const TargetInfo *kernelTarget = lookupTarget(targetOpt);
+  if (!kernelTarget) {
+    std::string known;
+    for (const TargetInfo &t : knownTargets())
+      known += (known.empty() ? "" : ", ") + t.name.str();
+    return fail("unknown target '" + targetOpt + "' (known: " + known + ")");
+  }
+  std::string kernelArch = kernelTarget->arch->arch.str();
   llvm::outs() << "mla-run: format=" << formatName(problem.format)
                << " backend=" << backend
-               << " pipeline=" << (emu ? std::string("gfx950") : std::string(pipeline))
+               << " pipeline=" << (emu ? kernelArch : std::string(pipeline))
                << " B=" << problem.numSeqs()
                << " T=" << problem.numTokens << " H=" << problem.numHeads
                << " N=" << problem.numRows << " Dqk=" << problem.qkDim
@@ -447,6 +458,7 @@ int main(int argc, char **argv) {
     sig.splits = splitsOpt;
   }
   if (emu) {
+    sig.target = targetOpt;
     sig.splits = splitsOpt;
     sig.headsPerWorkgroup = headsPerWorkgroupOpt;
     sig.testCorruptLayout = testCorruptLayout;

@@ -47,7 +47,7 @@ mlir::FailureOr<CodeObject> translateToCodeObject(mlir::ModuleOp module);
 /// scale) into runtime artifact bytes with every form the target supports;
 /// `target` and `splits` as in the gfx950 pipeline.
 mlir::FailureOr<std::string> compileDecodeArtifact(DecodeOp op,
-                                                   llvm::StringRef target = "gfx950",
+                                                   llvm::StringRef target = defaultTargetName(),
                                                    int64_t splits = -1);
 
 } // namespace mla

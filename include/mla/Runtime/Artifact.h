@@ -66,7 +66,7 @@ struct ArtifactKernel {
 struct Artifact {
   int64_t version = kArtifactVersion;
   // The target the work list is planned for and the code object is built for.
-  std::string chip = "gfx950";
+  std::string chip; // an architecture of the target table
   std::string triple = "amdgcn-amd-amdhsa";
   int64_t computeUnits = 0;
   // The decode the artifact computes.

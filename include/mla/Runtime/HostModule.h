@@ -10,6 +10,7 @@
 #define MLA_RUNTIME_HOSTMODULE_H
 
 #include "mla/Runtime/Problem.h"
+#include "mla/Target/KnownTargets.h"
 
 #include <string>
 
@@ -27,7 +28,7 @@ struct KernelSignature {
   double smScale = 0.0; // 0: the op's default
   HostPipeline pipeline = HostPipeline::Decompose;
   // Split pipeline only.
-  std::string target = "gfx950"; // the chip kernels and work lists are for
+  std::string target = defaultTargetName().str(); // the chip kernels and work lists are for
   int64_t kvTile = 0;            // 0: the config's choice
   int64_t splits = -1;           // -1: balanced planner; N: N items per sequence
   // gfx950 kernels (emu, hip): 0 = all H heads in one block.

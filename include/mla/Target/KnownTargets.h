@@ -31,8 +31,16 @@ struct ArchInfo {
   int waveSize;
   int64_t ldsBytesPerCU;
   int vectorRegistersPerLane; // VGPR + AGPR
+  /// VGPRs and AGPRs share one file (a kernel's .vgpr_count includes both).
+  bool unifiedRegisterFile;
+  int simdsPerCU;
+  int maxWavesPerSIMD;
   /// In preference order: the first that fits the data types is used.
   llvm::ArrayRef<MatrixInstruction> matrixInstructions;
+  /// The GPU pipeline (mla-to-gpu, MFMA, ROCDL) builds kernels for it.
+  bool hasGPUKernels;
+  /// The emu backend models its instructions exactly.
+  bool emulated;
 };
 
 struct TargetInfo {
@@ -48,6 +56,12 @@ struct TargetInfo {
 const TargetInfo *lookupTarget(llvm::StringRef name);
 /// Every known target name, for diagnostics and --help.
 llvm::ArrayRef<TargetInfo> knownTargets();
+/// The architecture named `arch` ("gfx950"), or null.
+const ArchInfo *lookupArch(llvm::StringRef arch);
+/// The target tools and pipelines use when none is named.
+llvm::StringRef defaultTargetName();
+/// The architecture whose kernels the emu backend runs.
+const ArchInfo &emulatedArch();
 
 } // namespace mla
 

@@ -8,6 +8,8 @@
 #ifndef MLA_TRANSFORMS_PASSES_H
 #define MLA_TRANSFORMS_PASSES_H
 
+#include "mla/Target/KnownTargets.h"
+
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
@@ -28,7 +30,7 @@ struct DecodeSplitToCPUPipelineOptions
     : public mlir::PassPipelineOptions<DecodeSplitToCPUPipelineOptions> {
   Option<std::string> target{*this, "target",
                              llvm::cl::desc("Chip the work list is planned for"),
-                             llvm::cl::init("gfx950")};
+                             llvm::cl::init(mla::defaultTargetName().str())};
   Option<int64_t> kvTile{*this, "kv-tile",
                          llvm::cl::desc("KV tile rows (0 = config default)"),
                          llvm::cl::init(0)};
@@ -45,7 +47,7 @@ struct DecodeToGFX950PipelineOptions
     : public mlir::PassPipelineOptions<DecodeToGFX950PipelineOptions> {
   Option<std::string> target{*this, "target",
                              llvm::cl::desc("Chip: gfx950 (= mi355x)"),
-                             llvm::cl::init("gfx950")};
+                             llvm::cl::init(mla::defaultTargetName().str())};
   Option<int64_t> splits{
       *this, "splits",
       llvm::cl::desc("Work items per sequence (-1 = balanced planner)"),
@@ -87,6 +89,11 @@ void buildDecodeToGFX950Pipeline(mlir::OpPassManager &pm,
 
 struct DecodeToEmuPipelineOptions
     : public mlir::PassPipelineOptions<DecodeToEmuPipelineOptions> {
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("Chip whose kernels are emulated (its architecture "
+                     "must be the emu's)"),
+      llvm::cl::init(mla::defaultTargetName().str())};
   Option<int64_t> splits{
       *this, "splits",
       llvm::cl::desc("Work items per sequence (-1 = balanced planner)"),

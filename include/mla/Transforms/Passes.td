@@ -83,7 +83,8 @@ def MLASelectConfigPass : Pass<"mla-select-config"> {
     ```
   }];
   let options = [
-    Option<"targetName", "target", "std::string", /*default=*/"\"gfx950\"",
+    Option<"targetName", "target", "std::string",
+           /*default=*/"mla::defaultTargetName().str()",
            "Target chip: gfx950 (= mi355x) or host">,
     Option<"kvTile", "kv-tile", "int64_t", /*default=*/"0",
            "KV rows per tile (a power of two; 0 = choose)">,

@@ -1,6 +1,7 @@
 //===- CodeObject.cpp - gfx950 code objects from the ROCDL level ----------===//
 
 #include "mla/Target/AMDGPU/CodeObject.h"
+#include "mla/Target/KnownTargets.h"
 
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -94,7 +95,7 @@ llvm::Expected<std::string> emit(llvm::Module &module,
       break;
     }
   if (chip.empty())
-    chip = "gfx950";
+    chip = lookupTarget(defaultTargetName())->arch->arch.str();
   auto machine = createTargetMachine(chip);
   if (!machine)
     return machine.takeError();
@@ -113,7 +114,7 @@ std::string mla::amdgpu::getChip(mlir::gpu::GPUModuleOp module) {
     for (mlir::Attribute attr : targets)
       if (auto rocdl = llvm::dyn_cast<mlir::ROCDL::ROCDLTargetAttr>(attr))
         return rocdl.getChip().str();
-  return "gfx950";
+  return lookupTarget(defaultTargetName())->arch->arch.str();
 }
 
 llvm::Expected<std::unique_ptr<llvm::Module>>
@@ -345,7 +346,10 @@ llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
     return target.takeError();
   llvm::Triple triple(kTriple);
   // The chip the code object was built for, from its ELF flags.
-  std::string chip = elf->tryGetCPUName().value_or("gfx950").str();
+  std::string chip =
+      elf->tryGetCPUName()
+          .value_or(lookupTarget(defaultTargetName())->arch->arch)
+          .str();
   std::unique_ptr<llvm::MCRegisterInfo> regInfo(
       (*target)->createMCRegInfo(triple));
   llvm::MCTargetOptions mcOptions;
@@ -410,20 +414,23 @@ llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
     }
   }
 
-  // gfx90a and the gfx94x/gfx95x chips have one unified file of 512 VGPRs
-  // and AGPRs per lane: their `.vgpr_count` already includes the AGPRs.
-  bool unified = llvm::StringRef(chip).starts_with("gfx90a") ||
-                 llvm::StringRef(chip).starts_with("gfx94") ||
-                 llvm::StringRef(chip).starts_with("gfx95");
+  // Register file, LDS and occupancy limits come from the chip table.
+  const ArchInfo *arch = lookupArch(chip);
+  if (!arch || !arch->hasGPUKernels)
+    return error("the kernel report knows the chips of the target table; "
+                 "this code object is for " + chip);
+  bool unified = arch->unifiedRegisterFile;
+  int64_t maxWaves = arch->maxWavesPerSIMD;
   for (const KernelMetadata &k : kernels) {
-    // Allocated in granules of 8; at most 8 waves per SIMD.
+    // Allocated in granules of 8.
     int64_t regs = unified ? k.vgprs : k.vgprs + k.agprs;
     int64_t granule = ((std::max<int64_t>(regs, 1) + 7) / 8) * 8;
-    int64_t wavesByRegs = std::min<int64_t>(8, 512 / granule);
+    int64_t wavesByRegs =
+        std::min<int64_t>(maxWaves, arch->vectorRegistersPerLane / granule);
     os << "kernel " << k.name << "\n";
     os << "  vgpr " << k.vgprs << "  agpr " << k.agprs << "  sgpr " << k.sgprs
-       << "  (vgpr+agpr " << regs << " of 512" << (unified ? ", unified" : "")
-       << ")\n";
+       << "  (vgpr+agpr " << regs << " of " << arch->vectorRegistersPerLane
+       << (unified ? ", unified" : "") << ")\n";
     os << "  lds_bytes " << k.lds << "  scratch_bytes " << k.scratch
        << "  spills vgpr " << k.vgprSpills << " sgpr " << k.sgprSpills << "\n";
     os << "  max_flat_workgroup_size " << k.maxFlatWorkgroupSize
@@ -432,8 +439,10 @@ llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
     if (k.lds > 0 && k.maxFlatWorkgroupSize > 0) {
       int64_t wavesPerGroup =
           (k.maxFlatWorkgroupSize + k.wavefrontSize - 1) / k.wavefrontSize;
-      int64_t groupsPerCU = (160 * 1024) / k.lds;
-      os << ", " << std::min<int64_t>(8, groupsPerCU * wavesPerGroup / 4)
+      int64_t groupsPerCU = arch->ldsBytesPerCU / k.lds;
+      os << ", "
+         << std::min<int64_t>(maxWaves,
+                              groupsPerCU * wavesPerGroup / arch->simdsPerCU)
          << " (by LDS)";
     }
     os << "\n  instructions";
