@@ -61,7 +61,8 @@ struct KernelRun {
 
 /// Compiles `source` for the emu and runs one workgroup on in[i] = i.
 KernelRun runKernel(const std::string &source, uint64_t scheduleSeed = 0,
-              bool checkHazards = true) {
+                    bool checkHazards = true,
+                    std::vector<int64_t> ldsShape = {kLdsFloats}) {
   KernelRun run;
   mlir::MLIRContext context;
   prepareContext(context);
@@ -94,7 +95,7 @@ KernelRun runKernel(const std::string &source, uint64_t scheduleSeed = 0,
   std::vector<std::vector<int64_t>> descriptors = {
       makeDescriptor(in.data(), {kThreads}),
       makeDescriptor(run.out.data(), {kThreads}),
-      makeDescriptor(lds.data(), {kLdsFloats})};
+      makeDescriptor(lds.data(), ldsShape)};
   std::vector<void *> words;
   for (auto &d : descriptors)
     words.push_back(d.data());
@@ -348,6 +349,123 @@ TEST(EmuHazards, RandomScheduleShowsAnUnsynchronizedExchange) {
   EXPECT_NE(runKernel(kernel(body)).error.find("wave 1 reads LDS bytes [0, 4) "
                                                "that wave 0 wrote"),
             std::string::npos);
+}
+
+/// A kernel whose LDS is a rows x cols matrix of `elem` (i16 or i8) holding
+/// value(r, c) = (37 r + 11 c) mod 2^bits; every lane then loads the K runs
+/// of its column i = tid % 16 with transposed loads at the addresses the
+/// MFMA pass uses (lane i names row base + t·e + i / (16/e), column
+/// e·(i mod 16/e)) and counts the elements that are not rows base + t·e +
+/// 0..e-1 of column i. base = e·2·kg, kg = (tid % 64) / 16.
+std::string transposeKernel(int bits) {
+  int perLoad = 64 / bits, rows = bits == 16 ? 32 : 64, lanesPerRow = 16 / perLoad;
+  std::string elem = "i" + std::to_string(bits);
+  std::string lds = "memref<" + std::to_string(rows) + "x32x" + elem +
+                    ", #gpu.address_space<workgroup>>";
+  return llvm::formatv(R"mlir(
+module attributes {{gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%in: memref<256xf32, #gpu.address_space<global>>,
+                %out: memref<256xf32, #gpu.address_space<global>>)
+        workgroup(%lds: {0}) kernel {
+      %t = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %c32 = arith.constant 32 : index
+      %c64 = arith.constant 64 : index
+      %c256 = arith.constant 256 : index
+      %cells = arith.constant {1} : index
+      %c37 = arith.constant 37 : index
+      %c11 = arith.constant 11 : index
+      scf.for %e = %t to %cells step %c256 {{
+        %r = arith.divui %e, %c32 : index
+        %c = arith.remui %e, %c32 : index
+        %a = arith.muli %r, %c37 : index
+        %b = arith.muli %c, %c11 : index
+        %v = arith.addi %a, %b : index
+        %x = arith.index_cast %v : index to {2}
+        memref.store %x, %lds[%r, %c] : {0}
+      }
+      gpu.barrier
+      %lane = arith.remui %t, %c64 : index
+      %kg = arith.divui %lane, %c16 : index
+      %i = arith.remui %lane, %c16 : index
+      %per = arith.constant {3} : index
+      %lpr = arith.constant {4} : index
+      %two = arith.constant 2 : index
+      %kstride = arith.muli %per, %two : index
+      %base = arith.muli %kg, %kstride : index
+      %rowOf = arith.divui %i, %lpr : index
+      %colMod = arith.remui %i, %lpr : index
+      %col = arith.muli %colMod, %per : index
+      %zero = arith.constant 0.0 : f32
+      %one = arith.constant 1.0 : f32
+      %bad = scf.for %tt = %c0 to %two step %c1 iter_args(%acc = %zero) -> f32 {{
+        %t0 = arith.muli %tt, %per : index
+        %rb = arith.addi %base, %t0 : index
+        %row = arith.addi %rb, %rowOf : index
+        %got = amdgpu.transpose_load %lds[%row, %col] : {0} -> vector<{3}x{2}>
+        %sum = scf.for %j = %c0 to %per step %c1 iter_args(%s = %acc) -> f32 {{
+          %rj = arith.addi %rb, %j : index
+          %a = arith.muli %rj, %c37 : index
+          %b = arith.muli %i, %c11 : index
+          %v = arith.addi %a, %b : index
+          %want = arith.index_cast %v : index to {2}
+          %g = vector.extract %got[%j] : {2} from vector<{3}x{2}>
+          %same = arith.cmpi eq, %g, %want : {2}
+          %inc = arith.select %same, %zero, %one : f32
+          %s2 = arith.addf %s, %inc : f32
+          scf.yield %s2 : f32
+        }
+        scf.yield %sum : f32
+      }
+      memref.store %bad, %out[%t] : memref<256xf32, #gpu.address_space<global>>
+      gpu.return
+    }
+  }
+}
+)mlir",
+                       lds, rows * 32, elem, perLoad, lanesPerRow)
+      .str();
+}
+
+TEST(EmuTransposeLoad, Tr16GivesEachLaneFourRowsOfItsColumn) {
+  KernelRun run = runKernel(transposeKernel(16), 0, true, {32, 32});
+  ASSERT_EQ(run.error, "");
+  for (int t = 0; t < kThreads; ++t)
+    ASSERT_EQ(run.out[t], 0.0f) << "lane " << t << " got wrong elements";
+}
+
+TEST(EmuTransposeLoad, Tr8GivesEachLaneEightRowsOfItsColumn) {
+  for (uint64_t seed : {0, 3}) {
+    KernelRun run = runKernel(transposeKernel(8), seed, true, {64, 32});
+    ASSERT_EQ(run.error, "");
+    for (int t = 0; t < kThreads; ++t)
+      ASSERT_EQ(run.out[t], 0.0f) << "lane " << t << " got wrong elements";
+  }
+}
+
+TEST(EmuTransposeLoad, MisalignedLaneIsAnError) {
+  // Every lane names LDS byte 4: not 8-byte aligned.
+  std::string source = R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%in: memref<256xf32, #gpu.address_space<global>>,
+                %out: memref<256xf32, #gpu.address_space<global>>)
+        workgroup(%lds: memref<1024xi16, #gpu.address_space<workgroup>>)
+        kernel {
+      %c2 = arith.constant 2 : index
+      %r = amdgpu.transpose_load %lds[%c2] : memref<1024xi16, #gpu.address_space<workgroup>> -> vector<4xi16>
+      gpu.return
+    }
+  }
+}
+)mlir";
+  KernelRun run = runKernel(source, 0, true, {1024});
+  EXPECT_TRUE(reports(run, "amdgpu.transpose_load of a lane at LDS byte 4 in "
+                           "workgroup \\(0, 0, 0\\): its 8 bytes must be "
+                           "8-byte aligned"));
 }
 
 TEST(EmuHazards, ModelReportsTheConflictingRun) {

@@ -143,9 +143,11 @@ LogicalResult LaneFunctionBuilder::announceLdsAccess(Operation *op) {
     accessed = store.getValueToStore().getType(), isWrite = true;
   }
   if (!memref || !isWorkgroupMemory(memref.getType())) {
-    // Views and the DMA (modelled as a wave operation) are not accesses.
     bool touchesLds = llvm::any_of(op->getOperandTypes(), isWorkgroupMemory);
+    // Views are not accesses; the DMA and transposed loads are wave
+    // operations the runtime checks itself.
     if (touchesLds && !isa<ViewLikeOpInterface, amdgpu::GatherToLDSOp,
+                           amdgpu::TransposeLoadOp,
                            memref::ExtractStridedMetadataOp,
                            memref::ExtractAlignedPointerAsIndexOp>(op))
       return op->emitOpError(
@@ -189,7 +191,7 @@ LaneFunctionBuilder::replaceElementwise(Operation *op,
 LogicalResult LaneFunctionBuilder::run() {
   Type i64Type = b.getI64Type(), f32 = b.getF32Type();
   Value aBuf = scratch(32), bBuf = scratch(32), cBuf = scratch(16),
-        dBuf = scratch(16);
+        dBuf = scratch(16), trBuf = scratch(8);
   SmallVector<Operation *> ops;
   fn.walk([&](Operation *op) { ops.push_back(op); });
   for (Operation *op : ops) {
@@ -240,6 +242,22 @@ LogicalResult LaneFunctionBuilder::run() {
       call(loc, "mla_emu_gather_to_lds", {},
            {ctx, src, dst,
             arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes))});
+    } else if (auto tr = dyn_cast<amdgpu::TransposeLoadOp>(op)) {
+      auto vt = cast<VectorType>(tr.getType());
+      int64_t bits = vt.getElementTypeBitWidth();
+      if ((bits != 8 && bits != 16) || vt.getNumElements() * bits != 64)
+        return op->emitOpError("emu: only 64-bit transpose loads of 8- or "
+                               "16-bit elements (ds_read_b64_tr_b8/_b16) are "
+                               "modelled");
+      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+      call(loc, "mla_emu_transpose_load", {},
+           {ctx, address(loc, tr.getSrc(), tr.getSrcIndices()),
+            arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bits)),
+            address(loc, trBuf, {c0})});
+      Value bytes = vector::LoadOp::create(
+          b, loc, VectorType::get({8}, b.getI8Type()), trBuf, ValueRange{c0});
+      op->getResult(0).replaceAllUsesWith(
+          vector::BitCastOp::create(b, loc, vt, bytes));
     } else if (auto mfma = dyn_cast<amdgpu::MFMAOp>(op)) {
       auto aType = dyn_cast<VectorType>(mfma.getSourceA().getType());
       bool isFp8 = mfma.getK() == 128 && aType &&

@@ -110,6 +110,34 @@ SmallVector<Value> elementIndices(OpBuilder &b, Location loc,
   return result;
 }
 
+/// Whether the K runs of a (k, n) tile read from `read` can come from
+/// transposed LDS loads (ds_read_b64_tr_b8 / _b16): a workgroup buffer of 8-
+/// or 16-bit elements, row-major, in which every lane's 8 bytes start
+/// 8-byte aligned (static strides, offset and column index).
+bool canTransposeLoad(vector::TransferReadOp read) {
+  auto type = dyn_cast<MemRefType>(read.getBase().getType());
+  auto space = type ? dyn_cast_or_null<gpu::AddressSpaceAttr>(
+                          type.getMemorySpace())
+                    : nullptr;
+  if (!space || space.getValue() != gpu::AddressSpace::Workgroup)
+    return false;
+  int64_t bits = type.getElementTypeBitWidth();
+  if (bits != 8 && bits != 16)
+    return false;
+  int64_t bytes = bits / 8, offset;
+  SmallVector<int64_t> strides;
+  if (failed(type.getStridesAndOffset(strides, offset)) ||
+      strides.back() != 1 || ShapedType::isDynamic(offset) ||
+      offset * bytes % 8 != 0)
+    return false;
+  for (int64_t stride : strides)
+    if (ShapedType::isDynamic(stride) || stride * bytes % 8 != 0)
+      if (stride != 1)
+        return false;
+  std::optional<int64_t> col = getConstantIntValue(read.getIndices().back());
+  return col && *col * bytes % 8 == 0;
+}
+
 /// vector.contract of two fp8 or bf16 tiles read from memory into a wave
 /// tile.
 struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
@@ -169,6 +197,7 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
       return rewriter.notifyMatchFailure(
           op, isBF16 ? "K must be a multiple of 32" : "K must be a multiple of 64");
 
+    bool transposeB = !rhsIsNK && canTransposeLoad(rhsRead);
     Lane lane = Lane::get(rewriter, loc);
     Value c16 = cst(rewriter, loc, 16);
     Value laneK = arith::MulIOp::create(rewriter, loc, lane.kg,
@@ -216,7 +245,43 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
                                             memType(rhsRead, runK),
                                             rhsRead.getBase(), idx));
       }
-      // (k, n): the K run is a column of the tile, one element per row.
+      // (k, n): the K run is a column of the tile. From LDS, transposed
+      // loads give 16 lanes their columns at once: load t brings lane i
+      // rows kStart + t·e + 0..e-1 of column 16·nb + i (e = 64 / element
+      // bits), lane i naming row kStart + t·e + i / (16/e) at column
+      // 16·nb + e·(i mod 16/e) — docs/mfma-layouts.md.
+      Type memElem = rhsRead.getVectorType().getElementType();
+      if (transposeB) {
+        int64_t perLoad = 64 / memElem.getIntOrFloatBitWidth();
+        Value lanesPerRow = cst(rewriter, loc, kBlock / perLoad);
+        Value rowOfLane = arith::DivUIOp::create(rewriter, loc, lane.i,
+                                                 lanesPerRow);
+        Value colOfLane = arith::MulIOp::create(
+            rewriter, loc,
+            arith::RemUIOp::create(rewriter, loc, lane.i, lanesPerRow),
+            cst(rewriter, loc, perLoad));
+        Value run = vector::BroadcastOp::create(
+            rewriter, loc, memType(rhsRead, runK),
+            arith::ConstantOp::create(rewriter, loc,
+                                      rewriter.getFloatAttr(memElem, 0.0)));
+        for (int64_t t = 0; t < runK / perLoad; ++t) {
+          Value row = addi(rewriter, loc, kStart,
+                           addi(rewriter, loc, rowOfLane,
+                                cst(rewriter, loc, t * perLoad)));
+          Value column = addi(rewriter, loc, colOfLane,
+                              cst(rewriter, loc, nb * kBlock));
+          SmallVector<Value> idx =
+              elementIndices(rewriter, loc, rhsRead.getIndices(),
+                             rhsRead.getPermutationMap(), row, column);
+          Value part = amdgpu::TransposeLoadOp::create(
+              rewriter, loc, memType(rhsRead, perLoad), rhsRead.getBase(),
+              idx);
+          run = vector::InsertStridedSliceOp::create(
+              rewriter, loc, part, run, ArrayRef<int64_t>{t * perLoad},
+              ArrayRef<int64_t>{1});
+        }
+        return widen(run);
+      }
       SmallVector<Value> bytes;
       for (int64_t j = 0; j < runK; ++j) {
         SmallVector<Value> idx = elementIndices(

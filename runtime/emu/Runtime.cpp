@@ -20,7 +20,7 @@ using namespace mla::emu;
 namespace {
 constexpr size_t kStackBytes = 512 * 1024;
 
-enum class WaveOp { None, Mfma, Shuffle, Gather, Wait };
+enum class WaveOp { None, Mfma, Shuffle, Gather, Wait, TransposeLoad };
 
 const char *waveOpName(WaveOp op) {
   switch (op) {
@@ -34,6 +34,8 @@ const char *waveOpName(WaveOp op) {
     return "amdgpu.gather_to_lds";
   case WaveOp::Wait:
     return "amdgpu.memory_counter_wait";
+  case WaveOp::TransposeLoad:
+    return "amdgpu.transpose_load";
   }
   return "?";
 }
@@ -69,6 +71,7 @@ struct WaveSlot {
   std::array<int64_t, kWaveLanes> src, dst;
   int64_t bytes = 0;
   int64_t outstanding = 0; // memory_counter_wait: DMAs that may stay
+  std::array<std::array<uint8_t, 8>, kWaveLanes> transposed; // transpose_load
   std::deque<PendingDma> dmas; // in flight, oldest first
 };
 
@@ -298,6 +301,39 @@ static void mla_emu_wait_loads(int64_t ctx, int64_t outstanding) {
   });
 }
 
+/// ds_read_b64_tr_b8 / _b16: each lane names 8 bytes of LDS; within each
+/// group of 16 lanes the elements are exchanged so that lane L's element j
+/// is element L%n of the 8 bytes of lane G + (L%16)/n + (16/n)·j, where G is
+/// the group's first lane and n = 64 / element bits.
+static void mla_emu_transpose_load(int64_t ctx, int64_t address,
+                                   int64_t elementBits, int64_t result) {
+  Lane &lane = laneOf(ctx);
+  int64_t offset = ldsOffset(lane, address, 8, "an LDS transpose load");
+  if (offset % 8 != 0)
+    fail(lane, "amdgpu.transpose_load of a lane at LDS byte " +
+                   std::to_string(offset) + " in " + workgroupName(*lane.wg) +
+                   ": its 8 bytes must be 8-byte aligned");
+  ldsAccess(ctx, address, 8, /*isWrite=*/false);
+  int l = lane.id % kWaveLanes;
+  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
+  slot.src[l] = address;
+  slot.bytes = elementBits / 8;
+  rendezvous(lane, WaveOp::TransposeLoad, [](WaveSlot &s) {
+    int64_t elemBytes = s.bytes, perLane = 8 / elemBytes;
+    for (int L = 0; L < kWaveLanes; ++L) {
+      int group = L & ~15, inGroup = L & 15;
+      for (int64_t j = 0; j < perLane; ++j) {
+        int from = group + inGroup / perLane + (16 / perLane) * j;
+        std::memcpy(s.transposed[L].data() + j * elemBytes,
+                    reinterpret_cast<const uint8_t *>(s.src[from]) +
+                        (inGroup % perLane) * elemBytes,
+                    elemBytes);
+      }
+    }
+  });
+  std::memcpy(reinterpret_cast<void *>(result), slot.transposed[l].data(), 8);
+}
+
 static void mla_emu_lds_read(int64_t ctx, int64_t address, int64_t bytes) {
   ldsAccess(ctx, address, bytes, /*isWrite=*/false);
 }
@@ -363,6 +399,8 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
        reinterpret_cast<void *>(&mla_emu_gather_to_lds)},
       {"mla_emu_wait_loads", reinterpret_cast<void *>(&mla_emu_wait_loads)},
       {"mla_emu_lds_read", reinterpret_cast<void *>(&mla_emu_lds_read)},
+      {"mla_emu_transpose_load",
+       reinterpret_cast<void *>(&mla_emu_transpose_load)},
       {"mla_emu_lds_write", reinterpret_cast<void *>(&mla_emu_lds_write)},
       {"mla_emu_mfma_16x16x128_fp8",
        reinterpret_cast<void *>(&mla_emu_mfma_16x16x128_fp8)},
