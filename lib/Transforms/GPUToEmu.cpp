@@ -258,6 +258,41 @@ LogicalResult LaneFunctionBuilder::run() {
           b, loc, VectorType::get({8}, b.getI8Type()), trBuf, ValueRange{c0});
       op->getResult(0).replaceAllUsesWith(
           vector::BitCastOp::create(b, loc, vt, bytes));
+    } else if (auto ext = dyn_cast<amdgpu::ScaledExtPackedOp>(op)) {
+      // Two E2M1 values of byte `index` of a 32-bit word, times the f32
+      // scale, as the chip's v_cvt_scalef32_pk_*_fp4 computes them.
+      auto srcType = dyn_cast<VectorType>(ext.getSource().getType());
+      if (!srcType || srcType.getNumElements() != 8 ||
+          !isa<Float4E2M1FNType>(srcType.getElementType()))
+        return op->emitOpError("emu: only amdgpu.scaled_ext_packed of "
+                               "vector<8xf4E2M1FN> is modelled");
+      auto i32x1 = VectorType::get({1}, b.getI32Type());
+      auto fromWord = ext.getSource().getDefiningOp<vector::BitCastOp>();
+      Value word = fromWord && fromWord.getSource().getType() == i32x1
+                       ? fromWord.getSource()
+                       : vector::BitCastOp::create(b, loc, i32x1,
+                                                   ext.getSource())
+                             .getResult();
+      Value bits =
+          vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
+      auto resultType = cast<VectorType>(ext.getType());
+      SmallVector<Value> values;
+      for (int64_t e = 0; e < 2; ++e) {
+        Value nibble = arith::ConstantOp::create(
+            b, loc, b.getI64IntegerAttr(2 * ext.getIndex() + e));
+        Value value = call(loc, "mla_emu_scaled_fp4_to_f32", {f32},
+                           {bits, nibble, ext.getScale()});
+        if (resultType.getElementType() != f32)
+          value = arith::TruncFOp::create(b, loc, resultType.getElementType(),
+                                          value);
+        values.push_back(value);
+      }
+      op->getResult(0).replaceAllUsesWith(
+          vector::FromElementsOp::create(b, loc, resultType, values));
+      op->erase();
+      if (fromWord && fromWord->use_empty())
+        fromWord->erase();
+      continue;
     } else if (auto mfma = dyn_cast<amdgpu::MFMAOp>(op)) {
       auto aType = dyn_cast<VectorType>(mfma.getSourceA().getType());
       bool isFp8 = mfma.getK() == 128 && aType &&

@@ -1066,38 +1066,37 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, KernelBuilder &k, Value pLds,
   int64_t threadsPerRow = vDim / perThread;
   Value vRow = k.div(tid, k.idx(threadsPerRow));
   Value vCol = k.mul(k.rem(tid, k.idx(threadsPerRow)), k.idx(perThread));
-  auto i32x16 = VectorType::get({16}, i32);
-  auto f32x16 = VectorType::get({16}, f32);
-  auto splatI = [&](int64_t v) {
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(i32x16, b.getI32IntegerAttr(v)));
+  auto fp4x8 = VectorType::get({8}, b.getType<Float4E2M1FNType>());
+  auto bf16x2 = VectorType::get({2}, bf16);
+  auto bf16x8 = VectorType::get({8}, bf16);
+  // One block of 32 E2M1 values (16 bytes, low nibble = even element) to
+  // bf16 times its E8M0 scale, stored at vLds[row, col..col+31]: the chip's
+  // scaled conversion turns byte `idx` of a 32-bit word into elements
+  // 2·idx and 2·idx + 1, exactly (v_cvt_scalef32_pk_bf16_fp4; e2m1 · 2^k
+  // fits bf16). Each word's 8 values are stored at once, which keeps few
+  // of them live.
+  auto decodeBlock = [&](Value bytes, Value scale, Value row, Value col) {
+    Value words = vector::BitCastOp::create(
+        b, loc, VectorType::get({4}, i32), bytes);
+    for (int64_t w = 0; w < 4; ++w) {
+      Value word = vector::FromElementsOp::create(
+          b, loc, VectorType::get({1}, i32),
+          ValueRange{vector::ExtractOp::create(b, loc, words,
+                                               ArrayRef<int64_t>{w})});
+      Value codes = vector::BitCastOp::create(b, loc, fp4x8, word);
+      Value values = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(bf16x8, b.getFloatAttr(bf16, 0.0)));
+      for (int64_t idx = 0; idx < 4; ++idx) {
+        Value pair = amdgpu::ScaledExtPackedOp::create(b, loc, bf16x2, codes,
+                                                       scale, idx);
+        values = vector::InsertStridedSliceOp::create(
+            b, loc, pair, values, ArrayRef<int64_t>{2 * idx},
+            ArrayRef<int64_t>{1});
+      }
+      vector::StoreOp::create(b, loc, values, vLds,
+                              ValueRange{row, k.add(col, k.idx(8 * w))});
+    }
   };
-  // An E2M1 code (0..15) as f32: 2·|v| = m for e = 0, (2 + m) << (e - 1)
-  // otherwise; bit 3 is the sign.
-  auto decode = [&](Value code) -> Value {
-    Value mag = arith::AndIOp::create(b, loc, code, splatI(7));
-    Value e = arith::ShRUIOp::create(b, loc, mag, splatI(1));
-    Value m = arith::AndIOp::create(b, loc, mag, splatI(1));
-    Value isSub = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, e,
-                                        splatI(0));
-    Value shift = arith::SubIOp::create(
-        b, loc, arith::MaxUIOp::create(b, loc, e, splatI(1)), splatI(1));
-    Value normal = arith::ShLIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, m, splatI(2)), shift);
-    Value twice = arith::SelectOp::create(b, loc, isSub, m, normal);
-    Value value = arith::MulFOp::create(
-        b, loc, arith::UIToFPOp::create(b, loc, f32x16, twice),
-        arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(f32x16, b.getF32FloatAttr(0.5))));
-    Value negative = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::ne,
-        arith::AndIOp::create(b, loc, code, splatI(8)), splatI(0));
-    return arith::SelectOp::create(b, loc, negative,
-                                   arith::NegFOp::create(b, loc, value), value);
-  };
-  SmallVector<int64_t> interleave;
-  for (int64_t j = 0; j < 16; ++j)
-    interleave.append({j, 16 + j});
   Value c0 = k.idx(0);
   auto pHalfType = VectorType::get({kHeadsPerGroup, kVHalfRows}, bf16);
   auto vHalfType = VectorType::get({kVHalfRows, vDim}, bf16);
@@ -1111,10 +1110,6 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, KernelBuilder &k, Value pLds,
       Value bytes = vector::LoadOp::create(
           b, loc, VectorType::get({16}, b.getI8Type()), kvLds,
           ValueRange{stage, tileRow, k.div(col, k.idx(2))});
-      Value codes = arith::ExtUIOp::create(b, loc, i32x16, bytes);
-      Value even = decode(arith::AndIOp::create(b, loc, codes, splatI(15)));
-      Value odd = decode(arith::ShRUIOp::create(b, loc, codes, splatI(4)));
-      Value values = vector::ShuffleOp::create(b, loc, even, odd, interleave);
       // 2^(s - 127) from the E8M0 bits s (s = 0 gives 0, 255 gives inf).
       Value sBits = arith::ExtUIOp::create(
           b, loc, i32,
@@ -1127,13 +1122,7 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, KernelBuilder &k, Value pLds,
           arith::ShLIOp::create(
               b, loc, sBits,
               arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(23))));
-      auto f32x32 = VectorType::get({32}, f32);
-      Value scaled = arith::MulFOp::create(
-          b, loc, values, vector::BroadcastOp::create(b, loc, f32x32, scale));
-      vector::StoreOp::create(
-          b, loc,
-          arith::TruncFOp::create(b, loc, VectorType::get({32}, bf16), scaled),
-          vLds, ValueRange{vRow, col});
+      decodeBlock(bytes, scale, vRow, col);
       // One block's 32 values at a time: decoding several at once would
       // outgrow the register file.
       amdgpu::SchedBarrierOp::create(b, loc,

@@ -380,6 +380,14 @@ static void mla_emu_scaled_mfma_16x16x128(int64_t ctx, int64_t formatA,
       });
 }
 
+/// E2M1 element `element` (0..7, low nibble first) of `word` times `scale`.
+static float mla_emu_scaled_fp4_to_f32(int32_t word, int64_t element,
+                                       float scale) {
+  auto code = static_cast<uint8_t>((static_cast<uint32_t>(word) >>
+                                    (4 * element)) & 0xF);
+  return static_cast<float>(decodeE2M1(code) * static_cast<double>(scale));
+}
+
 static int8_t mla_emu_cvt_f32_to_fp8(float x) {
   return static_cast<int8_t>(encodeE4M3(x));
 }
@@ -408,6 +416,8 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
        reinterpret_cast<void *>(&mla_emu_mfma_16x16x32_bf16)},
       {"mla_emu_scaled_mfma_16x16x128",
        reinterpret_cast<void *>(&mla_emu_scaled_mfma_16x16x128)},
+      {"mla_emu_scaled_fp4_to_f32",
+       reinterpret_cast<void *>(&mla_emu_scaled_fp4_to_f32)},
       {"mla_emu_cvt_f32_to_fp8",
        reinterpret_cast<void *>(&mla_emu_cvt_f32_to_fp8)},
       {"mla_emu_cvt_fp8_to_f32",

@@ -1,6 +1,8 @@
 """Reads `mla-translate --kernel-report` output and fails unless every kernel
-meets the gfx950 limits: no scratch, no spills, LDS <= 160 KiB, VGPR+AGPR <=
-512, a flat workgroup size of 256. Prints one line per kernel."""
+meets the gfx950 limits: no scratch (so no spill reaches memory: a VGPR the
+allocator moves out of the 256 architected ones may only go to an AGPR of
+the unified file), LDS <= 160 KiB, VGPR+AGPR <= 512, a flat workgroup size
+of 256. Prints one line per kernel."""
 import re
 import sys
 
@@ -13,7 +15,8 @@ for block in kernels:
     regs = int(re.search(r"vgpr\+agpr (\d+) of 512", block).group(1))
     checks = {
         "scratch_bytes == 0": nums("scratch_bytes") == 0,
-        "no spills": nums("spills vgpr") == 0 and nums("sgpr") >= 0,
+        "spills only to AGPRs": nums("spills vgpr") == 0
+        or (nums("scratch_bytes") == 0 and regs + nums("spills vgpr") <= 512),
         "lds_bytes <= 163840": nums("lds_bytes") <= 163840,
         "vgpr+agpr <= 512": regs <= 512,
         "flat workgroup size 256": nums("max_flat_workgroup_size") == 256,

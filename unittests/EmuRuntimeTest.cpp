@@ -1,12 +1,16 @@
-// The emu as a hazard checker: small kernels of 4 waves, each with one
-// synchronization bug, go through mla-gpu-to-emu and the JIT like the real
-// kernels; each bug is reported with the waves, the bytes and both
-// operations, and the same kernels with the synchronization right report
-// nothing and compute the right values in every lane order.
+// The emu runtime on small kernels that go through mla-gpu-to-emu and the
+// JIT like the real ones. The hazard checker: kernels of 4 waves, each with
+// one synchronization bug, are each reported with the waves, the bytes and
+// both operations, and their synchronized twins report nothing and compute
+// the right values in every lane order. The wave-level instructions the
+// kernels use beyond MFMAs: transposed LDS loads give each lane its column
+// at the MFMA pass's addresses; the scaled fp4 conversion matches the
+// format's definition.
 
 #include "mla/Emu/LdsHazards.h"
 #include "mla/Emu/Runtime.h"
 #include "mla/Runtime/JitSupport.h"
+#include "mla/Runtime/Numerics.h"
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -17,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 #include <regex>
 
@@ -466,6 +471,47 @@ module attributes {gpu.container_module} {
   EXPECT_TRUE(reports(run, "amdgpu.transpose_load of a lane at LDS byte 4 in "
                            "workgroup \\(0, 0, 0\\): its 8 bytes must be "
                            "8-byte aligned"));
+}
+
+TEST(EmuScaledConvert, Fp4PairsTimesTheScale) {
+  // Lane t converts the 8 E2M1 codes of word(t) with scale 2^(t % 5 - 2),
+  // byte by byte (index 0..3), and writes sum_j (j + 1) · value_j.
+  std::string body = R"(
+      %w = arith.index_cast %t : index to i32
+      %k = arith.constant -1640531535 : i32
+      %word = arith.muli %w, %k : i32
+      %wv = vector.from_elements %word : vector<1xi32>
+      %codes = vector.bitcast %wv : vector<1xi32> to vector<8xf4E2M1FN>
+      %c5 = arith.constant 5 : index
+      %e = arith.remui %t, %c5 : index
+      %e32 = arith.index_cast %e : index to i32
+      %bias = arith.constant 125 : i32
+      %c23 = arith.constant 23 : i32
+      %eb = arith.addi %e32, %bias : i32
+      %sb = arith.shli %eb, %c23 : i32
+      %scale = arith.bitcast %sb : i32 to f32
+      %p0 = amdgpu.scaled_ext_packed %codes[0], %scale : vector<8xf4E2M1FN> to vector<2xbf16>
+      %p1 = amdgpu.scaled_ext_packed %codes[1], %scale : vector<8xf4E2M1FN> to vector<2xbf16>
+      %p2 = amdgpu.scaled_ext_packed %codes[2], %scale : vector<8xf4E2M1FN> to vector<2xbf16>
+      %p3 = amdgpu.scaled_ext_packed %codes[3], %scale : vector<8xf4E2M1FN> to vector<2xbf16>
+      %a = vector.shuffle %p0, %p1 [0, 1, 2, 3] : vector<2xbf16>, vector<2xbf16>
+      %b = vector.shuffle %p2, %p3 [0, 1, 2, 3] : vector<2xbf16>, vector<2xbf16>
+      %all = vector.shuffle %a, %b [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xbf16>, vector<4xbf16>
+      %f = arith.extf %all : vector<8xbf16> to vector<8xf32>
+      %weights = arith.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : vector<8xf32>
+      %m = arith.mulf %f, %weights : vector<8xf32>
+      %zero = arith.constant 0.0 : f32
+      %sum = vector.reduction <add>, %m, %zero : vector<8xf32> into f32
+      memref.store %sum, %out[%t] : memref<256xf32, #gpu.address_space<global>>)";
+  KernelRun run = runKernel(kernel(body));
+  ASSERT_EQ(run.error, "");
+  for (int t = 0; t < kThreads; ++t) {
+    uint32_t word = uint32_t(t) * 2654435761u;
+    double scale = std::ldexp(1.0, t % 5 - 2), want = 0.0;
+    for (int j = 0; j < 8; ++j)
+      want += (j + 1) * decodeE2M1((word >> (4 * j)) & 0xF) * scale;
+    ASSERT_EQ(run.out[t], float(want)) << "lane " << t;
+  }
 }
 
 TEST(EmuHazards, ModelReportsTheConflictingRun) {
