@@ -32,6 +32,8 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <cmath>
+
 namespace mla {
 #define GEN_PASS_DEF_MLALOWERTOMFMAPASS
 #include "mla/Transforms/Passes.h.inc"
@@ -225,13 +227,12 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
     Value rowA = lane.i;
     if (corruptLayout)
       rowA = arith::XOrIOp::create(rewriter, loc, lane.i, cst(rewriter, loc, 1));
-    auto loadA = [&](int64_t kBase) -> Value {
+    auto loadA = [&](vector::TransferReadOp read, int64_t kBase) -> Value {
       SmallVector<Value> idx = elementIndices(
-          rewriter, loc, lhsRead.getIndices(), lhsRead.getPermutationMap(),
-          rowA, addi(rewriter, loc, laneK, cst(rewriter, loc, kBase)));
-      return widen(vector::LoadOp::create(rewriter, loc,
-                                          memType(lhsRead, runK),
-                                          lhsRead.getBase(), idx));
+          rewriter, loc, read.getIndices(), read.getPermutationMap(), rowA,
+          addi(rewriter, loc, laneK, cst(rewriter, loc, kBase)));
+      return widen(vector::LoadOp::create(
+          rewriter, loc, memType(read, runK), read.getBase(), idx));
     };
     // B: column 16·nb + i, the same K run.
     auto loadB = [&](int64_t nb, int64_t kBase) -> Value {
@@ -308,11 +309,51 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
       return frag;
     };
 
+    // A chain of contractions on the same B, each accumulating into the
+    // next (fp8 P in two parts), runs its MFMAs B fragment by B fragment:
+    // a fragment is loaded once and dies at once.
+    struct Part {
+      vector::ContractionOp op;
+      vector::TransferReadOp lhsRead;
+      arith::ExtFOp lhsExt;
+      Value scaleA; // mla.lhs_exp2: the scaled MFMA's E8M0 scale for A
+      SmallVector<Value> aFrags;
+    };
+    SmallVector<Part> parts = {{op, lhsRead, lhsExt, Value(), {}}};
+    for (Operation *cur = op; cur->hasOneUse();) {
+      auto next = dyn_cast<vector::ContractionOp>(*cur->user_begin());
+      arith::ExtFOp ext;
+      auto read = next ? readOf(next.getLhs(), ext) : nullptr;
+      if (!read || next.getAcc() != cur->getResult(0) ||
+          next.getRhs() != op.getRhs() ||
+          next.getIndexingMapsArray() != op.getIndexingMapsArray() ||
+          next.getLhsType() != op.getLhsType() ||
+          !read.getPermutationMap().isMinorIdentity())
+        break;
+      parts.push_back({next, read, ext, Value(), {}});
+      cur = next;
+    }
+    Type e8m0 = rewriter.getType<Float8E8M0FNUType>();
+    Value scaleB;
     int64_t numChunks = (depth + chunkK - 1) / chunkK;
-    SmallVector<Value> aFrags;
-    for (int64_t c = 0; c < numChunks; ++c)
-      aFrags.push_back(fragment([&](int64_t kb) { return loadA(kb); }, c));
+    for (Part &part : parts) {
+      if (auto exp2 = part.op->getAttrOfType<IntegerAttr>(
+              MLADialect::kLhsExp2AttrName)) {
+        if (isBF16)
+          return rewriter.notifyMatchFailure(
+              op, "mla.lhs_exp2 needs fp8 operands (the scaled MFMA)");
+        part.scaleA = arith::ConstantOp::create(
+            rewriter, loc, e8m0,
+            rewriter.getFloatAttr(e8m0, std::ldexp(1.0, exp2.getInt())));
+        scaleB = arith::ConstantOp::create(rewriter, loc, e8m0,
+                                           rewriter.getFloatAttr(e8m0, 1.0));
+      }
+      for (int64_t c = 0; c < numChunks; ++c)
+        part.aFrags.push_back(fragment(
+            [&](int64_t kb) { return loadA(part.lhsRead, kb); }, c));
+    }
 
+    auto i32Attr = [&](int64_t v) { return rewriter.getI32IntegerAttr(v); };
     Value acc = adaptor.getAcc();
     for (int64_t nb = 0; nb < numCols / kBlock; ++nb) {
       Value block = vector::ExtractStridedSliceOp::create(
@@ -321,23 +362,39 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
       for (int64_t c = 0; c < numChunks; ++c) {
         Value bFrag =
             fragment([&](int64_t kb) { return loadB(nb, kb); }, c);
-        block = amdgpu::MFMAOp::create(
-            rewriter, loc, block.getType(), /*m=*/16, /*n=*/16, /*k=*/chunkK,
-            /*blocks=*/1, aFrags[c], bFrag, block, /*cbsz=*/0, /*abid=*/0,
-            amdgpu::MFMAPermB::none, /*reducePrecision=*/false,
-            /*negateA=*/false, /*negateB=*/false, /*negateC=*/false);
+        for (Part &part : parts) {
+          if (part.scaleA) {
+            block = amdgpu::ScaledMFMAOp::create(
+                rewriter, loc, block.getType(), i32Attr(16), i32Attr(16),
+                i32Attr(chunkK), part.aFrags[c], bFrag, block, part.scaleA,
+                scaleB, i32Attr(0), i32Attr(0));
+            continue;
+          }
+          block = amdgpu::MFMAOp::create(
+              rewriter, loc, block.getType(), /*m=*/16, /*n=*/16,
+              /*k=*/chunkK, /*blocks=*/1, part.aFrags[c], bFrag, block,
+              /*cbsz=*/0, /*abid=*/0, amdgpu::MFMAPermB::none,
+              /*reducePrecision=*/false, /*negateA=*/false,
+              /*negateB=*/false, /*negateC=*/false);
+        }
       }
       acc = vector::InsertStridedSliceOp::create(
           rewriter, loc, block, acc, ArrayRef<int64_t>{nb * 4},
           ArrayRef<int64_t>{1});
     }
-    rewriter.replaceOp(op, acc);
-    for (arith::ExtFOp ext : {lhsExt, rhsExt})
-      if (ext && ext->use_empty())
-        rewriter.eraseOp(ext);
-    for (vector::TransferReadOp read : {lhsRead, rhsRead})
-      if (read->use_empty() || read->hasOneUse())
-        rewriter.eraseOp(read);
+    // The chain's last result is the sum; the others fed only the next.
+    for (Part &part : llvm::reverse(parts))
+      rewriter.replaceOp(part.op, acc);
+    for (Part &part : parts) {
+      if (part.lhsExt && part.lhsExt->use_empty())
+        rewriter.eraseOp(part.lhsExt);
+      if (part.lhsRead->use_empty() || part.lhsRead->hasOneUse())
+        rewriter.eraseOp(part.lhsRead);
+    }
+    if (rhsExt && rhsExt->use_empty())
+      rewriter.eraseOp(rhsExt);
+    if (parts.size() == 1 && (rhsRead->use_empty() || rhsRead->hasOneUse()))
+      rewriter.eraseOp(rhsRead);
     return success();
   }
 };

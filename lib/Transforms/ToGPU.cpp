@@ -19,10 +19,12 @@
 // into two stages, the next tile in flight while the current one is used;
 // the DMA is the only read of the cache, and each byte serves as key (all
 // Dqk columns) and value (the first Dv). Per format (PartialKernel::isBF16 and
-// isMXFP4 say how): fp8 runs QK in bf16 on Q as it is and PV in fp8 with P
-// as p·448 in two parts (1/448 folded into the final normalization); bf16
-// runs bf16 throughout; mxfp4 runs QK as scaled MFMAs at the MFMA level and
-// PV in bf16 on V decoded into LDS. The two tile contractions
+// isMXFP4 say how): fp8 and mxfp4 run QK as scaled MFMAs at the MFMA level,
+// Q resident in registers in two fp8 parts with per-head power-of-two
+// scales (mxfp4 adds K's block scales); fp8 runs PV in fp8 with P as p·448
+// in two parts, the lo part scaled by 2^-4 in the MFMA (1/448 folded into
+// the final normalization); mxfp4 runs PV in bf16 on V decoded into LDS;
+// bf16 runs bf16 throughout. The two tile contractions
 // are wave-level `vector.contract`s on tiles read from LDS (2-D vectors are
 // wave tiles at this level; 1-D vectors and scalars are per-lane); the
 // softmax is per-lane code over the score tile in LDS. mla-lower-to-mfma
@@ -201,6 +203,11 @@ private:
   ScaledQFragments buildScaledQFragments(OpBuilder &b, KernelBuilder &k,
                                          Value q, Value tokenRow,
                                          Value headGroup, Value lane);
+  /// fp8: a lane's 32 K bytes of a K tile row for the scaled MFMA, runs
+  /// `chunkBase` + 16·kg + j and `chunkBase` + 64 + 16·kg + j (zero past
+  /// Dqk).
+  Value fp8Fragment(OpBuilder &b, KernelBuilder &k, Value kvLds, Value stage,
+                    Value tileRow, int64_t chunkBase, Value laneK);
   void emitScaledQK(OpBuilder &b, KernelBuilder &k,
                     const ScaledQFragments &qFrags, Value kvLds,
                     Value scaleLds, Value sLds, Value wave, Value lane,
@@ -215,8 +222,9 @@ private:
                       Value tileRow, Value block);
 
   mutable PartialDecodeOp op; // its accessors are not const
-  /// bf16 caches run bf16 MFMAs on bf16 Q, KV and P; fp8 caches QK in bf16
-  /// (Q as it is, K widened exactly) and PV in fp8 with P in two fp8 parts.
+  /// bf16 caches run bf16 MFMAs on bf16 Q, KV and P; fp8 caches QK as scaled
+  /// fp8 MFMAs (Q in two fp8 parts, K as it is) and PV in fp8 with P in two
+  /// fp8 parts.
   ///
   /// mxfp4 caches: QK as scaled MFMAs with the packed E2M1 K tile and its
   /// E8M0 block scales fed to the instruction (Q in two fp8 parts); PV in
@@ -482,7 +490,8 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   Value scoreScale = k.f32(op.getEffectiveSmScale() * 1.4426950408889634);
   Value kvScale;
   if (!bf16 && !mx) {
-    // fp8: QK runs in bf16 on Q as it is, read from global memory.
+    // fp8: Q's scales are in the MFMAs; K's per-tensor scale joins the
+    // score scale.
     kvScale = k.load(kvScaleMem, {c0});
     scoreScale = k.fmul(kvScale, scoreScale);
   } else if (bf16) {
@@ -500,10 +509,11 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
           scf::YieldOp::create(b, loc);
         });
   }
-  // mxfp4: Q as A fragments of the scaled MFMAs, in registers for the whole
-  // KV loop; Q's and K's scales both go into the instructions.
+  // fp8 and mxfp4: Q as A fragments of the scaled MFMAs (two fp8 parts with
+  // a per-head power-of-two scale), in registers for the whole KV loop; Q's
+  // and K's scales both go into the instructions.
   ScaledQFragments qFrags;
-  if (mx)
+  if (!bf16)
     qFrags = buildScaledQFragments(b, k, q, tokenRow, headGroup, lane);
 
 
@@ -652,34 +662,19 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
           gpu::BarrierOp::create(b, loc);
 
         // S = Q · Kᵀ on the wave's 16 heads x 64 tile rows.
-        if (mx) {
+        if (!bf16) {
           emitScaledQK(b, k, qFrags, kvLds, scaleLds, sLds, wave, lane,
                        stage);
         } else {
-          // fp8 caches: bf16 Q from global memory against the K tile widened
-          // to bf16 (exact; the MFMA pass widens it fragment by fragment),
-          // so the scores keep Q's precision.
-          Type bf16Type = b.getBF16Type();
-          auto qTileType = VectorType::get({kHeadsPerGroup, qkDim}, bf16Type);
+          // bf16 caches: bf16 MFMAs on Q (staged in LDS) and K as they are.
+          auto qTileType = VectorType::get({kHeadsPerGroup, qkDim}, elem);
           auto kTileType = VectorType::get({kTileRows, qkDim}, elem);
-          Value qTile =
-              bf16 ? vector::TransferReadOp::create(
-                         b, loc, qTileType, qLds, ValueRange{wave, c0, c0},
-                         padElem, ArrayRef<bool>{true, true})
-                   : vector::TransferReadOp::create(
-                         b, loc, qTileType, q,
-                         ValueRange{tokenRow,
-                                    k.mul(headGroup, k.idx(kHeadsPerGroup)),
-                                    c0},
-                         arith::ConstantOp::create(
-                             b, loc, b.getFloatAttr(bf16Type, 0.0)),
-                         ArrayRef<bool>{true, true});
+          Value qTile = vector::TransferReadOp::create(
+              b, loc, qTileType, qLds, ValueRange{wave, c0, c0}, padElem,
+              ArrayRef<bool>{true, true});
           Value kTile = vector::TransferReadOp::create(
               b, loc, kTileType, kvLds, ValueRange{stage, c0, c0}, padElem,
               ArrayRef<bool>{true, true});
-          if (!bf16)
-            kTile = arith::ExtFOp::create(
-                b, loc, VectorType::get({kTileRows, qkDim}, bf16Type), kTile);
           auto sType = VectorType::get({kHeadsPerGroup, kTileRows}, f32);
           Value sZero = arith::ConstantOp::create(
               b, loc, DenseElementsAttr::get(sType, b.getF32FloatAttr(0.0)));
@@ -792,19 +787,18 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
           // Operands are created in a fixed order (C++ leaves argument
           // evaluation order open).
           Value pHiTile = readP(c0);
-          Value vHiTile = readV();
-          newAcc = vector::ContractionOp::create(b, loc, pHiTile, vHiTile,
+          Value vTile = readV();
+          newAcc = vector::ContractionOp::create(b, loc, pHiTile, vTile,
                                                  scaled, pvMaps, iters);
           if (!bf16) {
+            // P's lo part holds 16·(p·448 - hi): it accumulates into the same
+            // registers with the LHS scaled by 2^-4 (a scaled MFMA), on the
+            // same V (the MFMA pass runs both parts per V fragment).
             Value pLoTile = readP(c1);
-            Value vLoTile = readV();
-            Value loAcc = vector::ContractionOp::create(
-                b, loc, pLoTile, vLoTile, zeroAcc, pvMaps, iters);
-            Value sixteenth = arith::ConstantOp::create(
-                b, loc,
-                DenseElementsAttr::get(accType, b.getF32FloatAttr(1.0 / 16)));
-            newAcc = arith::AddFOp::create(
-                b, loc, newAcc, arith::MulFOp::create(b, loc, loAcc, sixteenth));
+            auto lo = vector::ContractionOp::create(b, loc, pLoTile, vTile,
+                                                    newAcc, pvMaps, iters);
+            lo->setAttr(MLADialect::kLhsExp2AttrName, b.getI64IntegerAttr(-4));
+            newAcc = lo;
           }
         }
         // The next iteration overwrites the score, P and factor buffers.
@@ -993,6 +987,31 @@ PartialKernel::buildScaledQFragments(OpBuilder &b, KernelBuilder &k, Value q,
 /// (docs/mfma-layouts.md §2). Past Dqk the A bytes are zero and B reads a
 /// clamped, finite block. The scores go to LDS in the C/D layout: lane
 /// 16·kg + i holds S[4·kg + r][16·nb + i].
+Value PartialKernel::fp8Fragment(OpBuilder &b, KernelBuilder &k, Value kvLds,
+                                 Value stage, Value tileRow, int64_t chunkBase,
+                                 Value laneK) {
+  Location loc = op.getLoc();
+  Type fp8 = b.getType<Float8E4M3FNType>();
+  auto run16 = VectorType::get({16}, fp8);
+  Value zero = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(run16, b.getFloatAttr(fp8, 0.0)));
+  Value runs[2];
+  for (int64_t half = 0; half < 2; ++half) {
+    int64_t base = chunkBase + 64 * half;
+    runs[half] = base >= qkDim
+                     ? zero
+                     : vector::LoadOp::create(
+                           b, loc, run16, kvLds,
+                           ValueRange{stage, tileRow,
+                                      k.add(k.idx(base), laneK)})
+                           .getResult();
+  }
+  SmallVector<int64_t> concat;
+  for (int64_t e = 0; e < 32; ++e)
+    concat.push_back(e);
+  return vector::ShuffleOp::create(b, loc, runs[0], runs[1], concat);
+}
+
 void PartialKernel::emitScaledQK(OpBuilder &b, KernelBuilder &k,
                                  const ScaledQFragments &qFrags, Value kvLds,
                                  Value scaleLds, Value sLds, Value wave,
@@ -1010,17 +1029,29 @@ void PartialKernel::emitScaledQK(OpBuilder &b, KernelBuilder &k,
     Value tileRow = k.add(k.idx(16 * nb), li);
     Value acc = accZero;
     for (int64_t c = 0; c < chunks; ++c) {
-      // B: 32 E2M1 values (16 bytes) of K 32·kg .. 32·kg + 31 of the chunk.
-      Value offset = k.minS(k.add(k.idx(c * 64), laneK),
-                            k.idx(rowBytes() - 16));
-      Value bytes = vector::LoadOp::create(
-          b, loc, VectorType::get({16}, b.getI8Type()), kvLds,
-          ValueRange{stage, tileRow, offset});
-      Value bFrag = vector::BitCastOp::create(
-          b, loc, VectorType::get({32}, fp4), bytes);
-      Value block =
-          k.minS(k.add(k.idx(c * 4), kg), k.idx(blocks - 1));
-      Value scale = loadTileScale(k, scaleLds, stage, tileRow, block);
+      Value bFrag, scale;
+      if (isMXFP4()) {
+        // B: 32 E2M1 values (16 bytes) of K 32·kg .. 32·kg + 31 of the
+        // chunk, with their block's E8M0 scale.
+        Value offset = k.minS(k.add(k.idx(c * 64), laneK),
+                              k.idx(rowBytes() - 16));
+        Value bytes = vector::LoadOp::create(
+            b, loc, VectorType::get({16}, b.getI8Type()), kvLds,
+            ValueRange{stage, tileRow, offset});
+        bFrag = vector::BitCastOp::create(
+            b, loc, VectorType::get({32}, fp4), bytes);
+        Value block = k.minS(k.add(k.idx(c * 4), kg), k.idx(blocks - 1));
+        scale = loadTileScale(k, scaleLds, stage, tileRow, block);
+      } else {
+        // fp8: K 16·kg + j and 64 + 16·kg + j of the chunk (j < 16), the
+        // layout of the A fragment; zero past Dqk, where Q is zero too. The
+        // per-tensor scale applies to the scores later: the B scale is 1.
+        bFrag = fp8Fragment(b, k, kvLds, stage, tileRow, c * 128,
+                            laneK);
+        scale = arith::ConstantOp::create(
+            b, loc, b.getType<Float8E8M0FNUType>(),
+            b.getFloatAttr(b.getType<Float8E8M0FNUType>(), 1.0));
+      }
       // Q = hi + lo/16: two MFMAs, the second with A scale 2^(e-4).
       acc = amdgpu::ScaledMFMAOp::create(
           b, loc, accType, i32Attr(16), i32Attr(16), i32Attr(128),

@@ -35,12 +35,13 @@
 // CHECK:   } else {
 // CHECK:     amdgpu.memory_counter_wait load(0)
 // CHECK:   gpu.barrier
-// QK in bf16: Q as it is from global memory, the fp8 K tile widened.
-// CHECK:   %[[QT:[^ ,)]+]] = vector.transfer_read %[[Q]]{{.+}} : memref<?x16x576xbf16>, vector<16x576xbf16>
-// CHECK:   %[[K8:[^ ,)]+]] = vector.transfer_read %[[KVLDS]]{{.+}} : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, vector<64x576xf8E4M3FN>
-// CHECK:   %[[KT:[^ ,)]+]] = arith.extf %[[K8]] : vector<64x576xf8E4M3FN> to vector<64x576xbf16>
-// CHECK:   %[[S:[^ ,)]+]] = vector.contract {{.+}} %[[QT]], %[[KT]], %{{.+}} : vector<16x576xbf16>, vector<64x576xbf16> into vector<16x64xf32>
-// CHECK:   vector.transfer_write %[[S]], %[[SLDS]]
+// QK on the scaled fp8 MFMA: Q in two fp8 parts (hi, lo) with per-head
+// power-of-two E8M0 scales, built once before the loop and kept in
+// registers; K fragments straight from the fp8 tile with scale 1; 4 row
+// blocks x 5 K chunks x 2 parts, the scores stored to LDS.
+// CHECK:   vector.load %[[KVLDS]]{{.+}} : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
+// CHECK-COUNT-40: amdgpu.scaled_mfma 16x16x128 {{.+}} : f8E8M0FNU, vector<32xf8E4M3FN>, f8E8M0FNU, vector<32xf8E4M3FN>, vector<4xf32>
+// CHECK:   memref.store %{{.+}}, %[[SLDS]]
 // CHECK:   math.exp2 %{{.+}} : vector<16xf32>
 // P = hi + lo/16 in two fp8 parts.
 // CHECK:   %[[HI:[^ ,)]+]] = arith.truncf %{{.+}} : vector<16xf32> to vector<16xf8E4M3FN>
@@ -52,8 +53,10 @@
 // The values are the first 512 columns of the same KV tile.
 // CHECK:   %[[VT:[^ ,)]+]] = vector.transfer_read %[[KVLDS]]{{.+}} vector<64x512xf8E4M3FN>
 // CHECK:   vector.contract {{.+}} %[[PT]], %[[VT]], %{{.+}} : vector<16x64xf8E4M3FN>, vector<64x512xf8E4M3FN> into vector<16x512xf32>
-// CHECK:   vector.transfer_read %[[PLDS]][%{{.+}}, %c1
-// CHECK:   vector.contract {{.+}} : vector<16x64xf8E4M3FN>, vector<64x512xf8E4M3FN> into vector<16x512xf32>
+// P's lo part accumulates into the same tile on the same V, its LHS
+// scaled by 2^-4 (the MFMA pass runs it on the scaled MFMA).
+// CHECK:   %[[PLO:[^ ,)]+]] = vector.transfer_read %[[PLDS]][%{{.+}}, %c1
+// CHECK:   vector.contract {{.+}} %[[PLO]], %[[VT]], %{{.+}} {mla.lhs_exp2 = -4 : i64} : vector<16x64xf8E4M3FN>, vector<64x512xf8E4M3FN> into vector<16x512xf32>
 // A sequence with a single work item writes its bf16 output directly; the
 // others write partials for the combine.
 // CHECK: %[[SINGLE:.+]] = arith.cmpi eq, %{{.+}}, %c1

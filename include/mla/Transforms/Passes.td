@@ -236,11 +236,13 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
     are DMA'd global -> LDS with `amdgpu.gather_to_lds` into 2 stages, the
     next tile in flight while the current one is used — the only reads of
     the cache; the QKᵀ and PV tile
-    contractions as wave-level `vector.contract` (fp8: QK in bf16 on Q as it
-    is and K widened, PV in fp8 with P as p·448 in two parts; bf16: bf16
-    throughout); an online softmax per lane. mxfp4: QK as scaled MFMAs with
-    the packed E2M1 K and its E8M0 scales, Q in registers in two fp8 parts;
-    PV in bf16 on V decoded into LDS 32 rows at a time. A sequence with a
+    contractions as wave-level `vector.contract` (bf16 throughout for bf16
+    caches); an online softmax per lane. fp8 and mxfp4: QK as scaled MFMAs,
+    Q in registers in two fp8 parts with per-head power-of-two scales, K
+    from the tile as it is (mxfp4: packed E2M1 with its E8M0 block scales).
+    fp8 PV: P as p·448 in two fp8 parts, the lo part a second contraction
+    into the same tile marked `mla.lhs_exp2 = -4`. mxfp4 PV: bf16 on V
+    decoded into LDS 32 rows at a time by the chip's scaled fp4 conversion. A sequence with a
     single work item is written directly (bf16 output and lse) by the partial
     kernel, and the combine kernel skips it. The kernels take every output
     buffer (partials, out, lse) even when an op has no lse result.
@@ -299,7 +301,11 @@ def MLALowerToMFMAPass : Pass<"mla-lower-to-mfma"> {
     contiguous in memory, one element per row otherwise); an fp8 K remainder
     of 64 fills the upper half of both fragments with zeros. An operand that
     is an fp8 tile read widened to bf16 by `arith.extf` is loaded as fp8 and
-    widened per fragment. With `chipset` set, fp8 conversions then become
+    widened per fragment. A (k, n) B tile in LDS is read with transposed
+    loads (`amdgpu.transpose_load`) when every lane's 8 bytes are 8-byte
+    aligned. Contractions on the same B that accumulate into each other run
+    back to back per B fragment; one marked `mla.lhs_exp2 = k` runs on
+    `amdgpu.scaled_mfma` with A scale 2^k. With `chipset` set, fp8 conversions then become
     the chip's packed instructions (as `convert-arith-to-amdgpu`). Tile reads (including row
     broadcasts), writes, constants and elementwise arith follow the layout;
     loop-carried tiles become per-lane vectors. f32 `math.exp2/log2/exp/log`

@@ -57,6 +57,22 @@ func.func @f() {
 
 // -----
 
+func.func @f() {
+  // expected-error @+1 {{'mla.lhs_exp2' must be an integer in -127..127 on a vector.contract}}
+  %c = arith.constant {mla.lhs_exp2 = -4 : i64} 0 : i32
+  return
+}
+
+// -----
+
+func.func @f(%a: vector<16x64xf8E4M3FN>, %b: vector<64x16xf8E4M3FN>, %c: vector<16x16xf32>) -> vector<16x16xf32> {
+  // expected-error @+1 {{'mla.lhs_exp2' must be an integer in -127..127 on a vector.contract}}
+  %r = vector.contract {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %a, %b, %c {mla.lhs_exp2 = 200 : i64} : vector<16x64xf8E4M3FN>, vector<64x16xf8E4M3FN> into vector<16x16xf32>
+  return %r : vector<16x16xf32>
+}
+
+// -----
+
 // A hand-written config is checked against the target beside it: fp8 rows of
 // 576 bytes, 2 stages of 64 rows = 73728 bytes > 65536.
 func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xf8E4M3FN>, %s: tensor<1xf32>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>) {

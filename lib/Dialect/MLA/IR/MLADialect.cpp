@@ -138,6 +138,15 @@ LogicalResult MLADialect::verifyOperationAttribute(Operation *op,
                                 "lds_bytes, args and arg_dims";
     return success();
   }
+  if (attr.getName() == kLhsExp2AttrName) {
+    auto exp2 = dyn_cast<IntegerAttr>(attr.getValue());
+    if (op->getName().getStringRef() != "vector.contract" || !exp2 ||
+        std::abs(exp2.getInt()) > 127)
+      return op->emitError() << "'" << kLhsExp2AttrName
+                             << "' must be an integer in -127..127 on a "
+                                "vector.contract";
+    return success();
+  }
   if (attr.getName() != kConfigAttrName)
     return op->emitError() << "unknown mla attribute '" << attr.getName().getValue()
                            << "'";

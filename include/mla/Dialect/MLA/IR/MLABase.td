@@ -24,8 +24,11 @@ def MLA_Dialect : Dialect {
     (checked together), `mla.kernel` on a split-level op (the gfx950 kernel
     that runs it) and `mla.launch` on a kernel (grid, block, LDS bytes,
     argument names and shapes: what an artifact's launch metadata is made
-    of, docs/artifact.md). See docs/pipelines.md for the levels and the
-    pipelines.
+    of, docs/artifact.md) and `mla.lhs_exp2` on a tile `vector.contract` of
+    fp8 operands (an i64 k: the LHS elements stand for 2^k times their
+    value, which the MFMA pass applies with the E8M0 scale of a scaled
+    MFMA, so a second fp8 part of an operand accumulates into the same
+    registers). See docs/pipelines.md for the levels and the pipelines.
   }];
   let useDefaultAttributePrinterParser = 1;
   // `mla.target` / `mla.config` on an mla.decode are checked together.
@@ -37,6 +40,8 @@ def MLA_Dialect : Dialect {
     static constexpr llvm::StringLiteral kKernelAttrName = "mla.kernel";
     /// On a kernel: how the runtime launches it (grid, block, LDS, args).
     static constexpr llvm::StringLiteral kLaunchAttrName = "mla.launch";
+    /// On a tile vector.contract of fp8 operands: the LHS is scaled by 2^k.
+    static constexpr llvm::StringLiteral kLhsExp2AttrName = "mla.lhs_exp2";
   }];
 }
 
