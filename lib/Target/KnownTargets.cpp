@@ -34,10 +34,10 @@ const ArchInfo host = {"host", /*waveSize=*/1, /*ldsBytesPerCU=*/0,
 const ArchInfo *const arches[] = {&gfx950, &host};
 
 const TargetInfo targets[] = {
-    // MI355X: 256 CUs in 8 XCDs, 8 TB/s HBM3E.
-    {"gfx950", &gfx950, 256, 8, 8.0e12},
-    {"mi355x", &gfx950, 256, 8, 8.0e12},
-    {"host", &host, 1, 1, 0.0},
+    // MI355X: 256 CUs in 8 XCDs, 8 TB/s HBM3E, 2.4 GHz.
+    {"gfx950", &gfx950, 256, 8, 8.0e12, 2.4e9},
+    {"mi355x", &gfx950, 256, 8, 8.0e12, 2.4e9},
+    {"host", &host, 1, 1, 0.0, 0.0},
 };
 } // namespace
 

@@ -49,6 +49,7 @@ struct TargetInfo {
   int computeUnits;
   int xcds;                // chiplets the CUs are spread over
   double hbmBytesPerSecond; // 0 where not meaningful
+  double clockHz;           // peak engine clock; 0 where not meaningful
 };
 
 /// Looks a target up by name ("gfx950" and "mi355x" are the same chip);

@@ -1,6 +1,7 @@
 //===- CodeObject.cpp - gfx950 code objects from the ROCDL level ----------===//
 
 #include "mla/Target/AMDGPU/CodeObject.h"
+#include "mla/Target/AMDGPU/LoopProfile.h"
 #include "mla/Target/KnownTargets.h"
 
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
@@ -368,6 +369,7 @@ llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
     return error("the AMDGPU disassembler is not available");
 
   llvm::StringMap<std::map<std::string, int64_t>> counts;
+  llvm::StringMap<std::vector<DecodedInst>> code;
   for (const llvm::object::ELFSymbolRef &symbol : elf->symbols()) {
     auto type = symbol.getType();
     auto name = symbol.getName();
@@ -394,6 +396,7 @@ llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
     llvm::ArrayRef<uint8_t> bytes(
         reinterpret_cast<const uint8_t *>(contents->data()) + start, size);
     auto &kernelCounts = counts[*name];
+    auto &kernelCode = code[*name];
     for (uint64_t offset = 0; offset < bytes.size();) {
       llvm::MCInst inst;
       uint64_t instSize = 0;
@@ -411,6 +414,15 @@ llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
       if (!cls.empty())
         ++kernelCounts[cls];
       ++kernelCounts["total"];
+      DecodedInst decoded;
+      decoded.mnemonic = llvm::StringRef(mnemonic).trim().str();
+      llvm::raw_string_ostream operands(decoded.operands);
+      printer->printInst(&inst, *address + offset - instSize, "", *subtarget,
+                         operands);
+      decoded.address = *address + offset - instSize;
+      for (int b = 0; b < 4 && offset - instSize + b < bytes.size(); ++b)
+        decoded.firstWord |= uint32_t(bytes[offset - instSize + b]) << (8 * b);
+      kernelCode.push_back(std::move(decoded));
     }
   }
 
@@ -451,6 +463,17 @@ llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
       for (auto &[cls, n] : it->second)
         os << " " << cls << "=" << n;
     os << "\n";
+    // The main loop's static profile, for the waves of one workgroup on a
+    // CU (one per SIMD for the partial kernel).
+    const TargetInfo *target = lookupTarget(chip);
+    auto kernelCode = code.find(k.name);
+    if (target && kernelCode != code.end())
+      if (auto profile = profileMainLoop(kernelCode->second))
+        printLoopProfile(*profile, *target,
+                         std::max<int64_t>(1, (k.maxFlatWorkgroupSize +
+                                               k.wavefrontSize - 1) /
+                                                  k.wavefrontSize),
+                         os);
   }
   return llvm::Error::success();
 }
