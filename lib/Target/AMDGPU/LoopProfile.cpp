@@ -292,13 +292,15 @@ void mla::amdgpu::printLoopProfile(const LoopProfile &p,
   double share = target.clockHz > 0 ? target.hbmBytesPerSecond /
                                           target.computeUnits / target.clockHz
                                     : 0.0;
+  // "overlap": every unit busy at once (the slowest bounds); "serial":
+  // MFMA, VALU and the other instructions one after another (LDS hidden).
   os << llvm::format("  main_loop_clocks mfma=%.0f valu=%.0f issue=%.0f "
-                     "lds=%.0f: %.0f with full overlap, %.0f with none\n",
+                     "lds=%.0f overlap=%.0f serial=%.0f\n",
                      p.mfmaClocks, valu, issue, lds, best, worst);
   if (kvBytes > 0 && share > 0)
     os << llvm::format("  main_loop_hbm cache_bytes_per_iteration=%.0f "
-                       "bytes_per_clock=%.1f..%.1f hbm_share=%.1f "
-                       "x_hbm=%.2f..%.2f\n",
-                       kvBytes, kvBytes / worst, kvBytes / best, share,
-                       kvBytes / worst / share, kvBytes / best / share);
+                       "hbm_share=%.1f bytes_per_clock overlap=%.1f "
+                       "serial=%.1f x_hbm overlap=%.2f serial=%.2f\n",
+                       kvBytes, share, kvBytes / best, kvBytes / worst,
+                       kvBytes / best / share, kvBytes / worst / share);
 }
