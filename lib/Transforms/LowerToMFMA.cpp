@@ -348,9 +348,31 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
         scaleB = arith::ConstantOp::create(rewriter, loc, e8m0,
                                            rewriter.getFloatAttr(e8m0, 1.0));
       }
+      // An A tile read outside the contraction's loop (Q, the same in every
+      // iteration) has its fragments loaded once, right after the read: they
+      // stay in registers for the whole loop.
+      Region *readRegion = part.lhsRead->getParentRegion();
+      bool hoist = readRegion != op->getParentRegion() &&
+                   readRegion->isProperAncestor(op->getParentRegion());
+      OpBuilder::InsertionGuard guard(rewriter);
+      Value loopLaneK = laneK, loopRowA = rowA, loopZero = zero32;
+      if (hoist) {
+        rewriter.setInsertionPointAfter(part.lhsRead);
+        Lane here = Lane::get(rewriter, loc);
+        laneK = arith::MulIOp::create(rewriter, loc, here.kg,
+                                      cst(rewriter, loc, isBF16 ? runK : 16));
+        rowA = corruptLayout ? arith::XOrIOp::create(rewriter, loc, here.i,
+                                                     cst(rewriter, loc, 1))
+                                   .getResult()
+                             : here.i;
+        zero32 = arith::ConstantOp::create(
+            rewriter, loc,
+            DenseElementsAttr::get(frag32, rewriter.getFloatAttr(elem, 0.0)));
+      }
       for (int64_t c = 0; c < numChunks; ++c)
         part.aFrags.push_back(fragment(
             [&](int64_t kb) { return loadA(part.lhsRead, kb); }, c));
+      laneK = loopLaneK, rowA = loopRowA, zero32 = loopZero;
     }
 
     auto i32Attr = [&](int64_t v) { return rewriter.getI32IntegerAttr(v); };

@@ -180,9 +180,7 @@ public:
 
   /// LDS bytes of the kernel's workgroup buffers.
   int64_t ldsBytes() const {
-    return (hasQLds() ? kWaves * kHeadsPerGroup * qRowElems() * elemBytes()
-                      : 0) +                             // Q
-           kStages * tileBytes() +                       // KV tiles
+    return kStages * tileBytes() +                       // KV tiles
            kWaves * kHeadsPerGroup * kTileRows * 4 +     // scores, f32
            kWaves * 2 * kHeadsPerGroup * kTileRows +     // P: fp8 hi/lo, bf16
            kWaves * kHeadsPerGroup * 4 +                 // per-row factors
@@ -253,24 +251,15 @@ private:
   int64_t scaleUnitsPerRow() const { return qkDim / 64; }
   int64_t scaleUnitsPerTile() const { return kTileRows * scaleUnitsPerRow(); }
   int64_t scaleLdsBytes() const { return 4 * scaleUnitsPerTile(); }
-  /// Q's LDS row: fp8 MFMAs take K in chunks of 128 (zero-padded), bf16
-  /// ones in chunks of 32.
-  int64_t qRowElems() const { return isBF16() ? qkDim : paddedQK; }
-  /// Q goes through LDS for bf16; the fp8 kernel reads bf16 Q from global
-  /// memory, the mxfp4 kernel keeps it in registers as MFMA fragments.
-  bool hasQLds() const { return isBF16(); }
   /// The cache's element type in memory (mxfp4: packed bytes).
   Type kvMemType(Builder &b) const {
     return isMXFP4() ? Type(b.getI8Type()) : elemType(b);
   }
-  /// Workgroup memory: Q, KV tiles, scores, P, per-row factors (and the
+  /// Workgroup memory: KV tiles, scores, P, per-row factors (and the
   /// decoded V half tile for mxfp4).
   SmallVector<Type> ldsTypes(Builder &b) const {
     Type f32 = b.getF32Type();
     SmallVector<Type> types;
-    if (hasQLds())
-      types.push_back(
-          ldsType({kWaves, kHeadsPerGroup, qRowElems()}, elemType(b)));
     types.append({
         ldsType({kStages, kTileRows, rowBytes() / elemBytes()},
                 kvMemType(b)),
@@ -412,7 +401,6 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
         outMem = arg("out"), lseMem = arg("lse");
   auto lds = func.getWorkgroupAttributions();
   unsigned next = 0;
-  Value qLds = hasQLds() ? Value(lds[next++]) : Value();
   Value kvLds = lds[next++], sLds = lds[next++], pLds = lds[next++],
         rowLds = lds[next++];
   Value vLds = mx ? Value(lds[next++]) : Value();
@@ -483,8 +471,6 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   Value quarter = k.rem(lane, k.idx(4));
   Value head = k.add(k.mul(headGroup, k.idx(kHeadsPerGroup)), row);
 
-  int64_t quarterCols = qkDim / 4;
-  Value colBase = k.mul(quarter, k.idx(quarterCols));
   // log2(e) · sm_scale (· kv_scale for fp8) turns the raw MFMA products into
   // exp2-domain scores (mxfp4: Q's and K's scales are in the MFMAs).
   Value scoreScale = k.f32(op.getEffectiveSmScale() * 1.4426950408889634);
@@ -494,20 +480,6 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
     // score scale.
     kvScale = k.load(kvScaleMem, {c0});
     scoreScale = k.fmul(kvScale, scoreScale);
-  } else if (bf16) {
-    // bf16 Q goes to LDS as it is.
-    scf::ForOp::create(
-        b, loc, c0, k.idx(quarterCols), k.idx(8), ValueRange{},
-        [&](OpBuilder &lb, Location, Value j, ValueRange) {
-          OpBuilder::InsertionGuard g(b);
-          b.setInsertionPointToStart(lb.getInsertionBlock());
-          Value raw = vector::LoadOp::create(
-              b, loc, VectorType::get({8}, elem), q,
-              ValueRange{tokenRow, head, k.add(colBase, j)});
-          vector::StoreOp::create(b, loc, raw, qLds,
-                                  ValueRange{wave, row, k.add(colBase, j)});
-          scf::YieldOp::create(b, loc);
-        });
   }
   // fp8 and mxfp4: Q as A fragments of the scaled MFMAs (two fp8 parts with
   // a per-head power-of-two scale), in registers for the whole KV loop; Q's
@@ -624,6 +596,14 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
 
   // Testing only: a wait that leaves one load of the tile in flight.
   int64_t shortWait = testHazard == "short-wait" ? 1 : 0;
+  // bf16: the wave's Q tile, read once; the MFMA pass loads its fragments
+  // here, before the loop, and they stay in registers.
+  Value qTileBf16;
+  if (bf16)
+    qTileBf16 = vector::TransferReadOp::create(
+        b, loc, VectorType::get({kHeadsPerGroup, qkDim}, elem), q,
+        ValueRange{tokenRow, k.mul(headGroup, k.idx(kHeadsPerGroup)), c0},
+        padElem, ArrayRef<bool>{true, true});
   auto tileLoop = scf::ForOp::create(
       b, loc, begin, end, k.idx(kTileRows),
       ValueRange{negInf, k.f32(0.0), zeroAcc},
@@ -666,19 +646,16 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
           emitScaledQK(b, k, qFrags, kvLds, scaleLds, sLds, wave, lane,
                        stage);
         } else {
-          // bf16 caches: bf16 MFMAs on Q (staged in LDS) and K as they are.
-          auto qTileType = VectorType::get({kHeadsPerGroup, qkDim}, elem);
+          // bf16 caches: bf16 MFMAs on Q (read before the loop) and K as
+          // they are.
           auto kTileType = VectorType::get({kTileRows, qkDim}, elem);
-          Value qTile = vector::TransferReadOp::create(
-              b, loc, qTileType, qLds, ValueRange{wave, c0, c0}, padElem,
-              ArrayRef<bool>{true, true});
           Value kTile = vector::TransferReadOp::create(
               b, loc, kTileType, kvLds, ValueRange{stage, c0, c0}, padElem,
               ArrayRef<bool>{true, true});
           auto sType = VectorType::get({kHeadsPerGroup, kTileRows}, f32);
           Value sZero = arith::ConstantOp::create(
               b, loc, DenseElementsAttr::get(sType, b.getF32FloatAttr(0.0)));
-          Value scores = vector::ContractionOp::create(b, loc, qTile, kTile,
+          Value scores = vector::ContractionOp::create(b, loc, qTileBf16, kTile,
                                                        sZero, qkMaps, iters);
           vector::TransferWriteOp::create(b, loc, scores, sLds,
                                           ValueRange{wave, c0, c0},
