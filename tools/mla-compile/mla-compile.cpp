@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mla/Support/Version.h"
 #include "mla/Compiler/ArtifactCompiler.h"
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Runtime/JitSupport.h"
@@ -53,6 +54,7 @@ static int fail(const llvm::Twine &msg) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  mla::setVersionPrinter("mla-compile");
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mla/Support/Version.h"
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Transforms/Passes.h"
 
@@ -34,6 +35,7 @@ int main(int argc, char **argv) {
   registry.insert<mla::MLADialect>();
   mla::registerBufferizationInterfaces(registry);
 
+  mla::setVersionPrinter("mla-opt");
   auto [inputFilename, outputFilename] =
       registerAndParseCLIOptions(argc, argv, "mla pass driver", registry);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mla/Support/Version.h"
 #include "mla/Compiler/ArtifactCompiler.h"
 #include "mla/Runtime/Npy.h"
 #include "mla/Runtime/Numerics.h"
@@ -347,6 +348,7 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  mla::setVersionPrinter("mla-run");
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "mla-run: run mla.decode on a backend and check it "

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mla/Support/Version.h"
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Target/AMDGPU/CodeObject.h"
 
@@ -146,5 +147,6 @@ int main(int argc, char **argv) {
         return success();
       });
 
+  mla::setVersionPrinter("mla-translate");
   return failed(mlirTranslateMain(argc, argv, "mla translation tool"));
 }
