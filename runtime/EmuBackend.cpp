@@ -256,14 +256,7 @@ llvm::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers,
         // Workgroups in dispatch order: linear ids, x fastest.
         if (tracker)
           tracker->setWorkgroup(x + grid[0] * (y + grid[1] * z));
-        auto lane = [&](int64_t ctx) {
-          std::vector<void *> packed;
-          for (void *&w : words)
-            packed.push_back(&w);
-          int64_t context = ctx;
-          packed.push_back(&context);
-          kernel.fn(packed.data());
-        };
+        auto lane = [&](int64_t ctx) { emu::callLane(kernel.fn, words, ctx); };
         if (llvm::Error err = runner.run({x, y, z}, lane, options))
           return statusError(Status::LaunchFailed,
                              "emu: kernel " + kernel.desc.name + " failed: " +

@@ -104,14 +104,7 @@ KernelRun runKernel(const std::string &source, uint64_t scheduleSeed = 0,
   std::vector<void *> words;
   for (auto &d : descriptors)
     words.push_back(d.data());
-  auto lane = [&](int64_t ctx) {
-    std::vector<void *> packed;
-    for (void *&w : words)
-      packed.push_back(&w);
-    int64_t context = ctx;
-    packed.push_back(&context);
-    (*fn)(packed.data());
-  };
+  auto lane = [&](int64_t ctx) { emu::callLane(*fn, words, ctx); };
   emu::WorkgroupOptions options;
   options.lds = reinterpret_cast<char *>(lds.data());
   options.ldsBytes = kLdsFloats * 4;

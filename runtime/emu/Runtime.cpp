@@ -425,6 +425,16 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
   };
 }
 
+void mla::emu::callLane(void (*packedFn)(void **),
+                        const std::vector<void *> &words, int64_t ctx) {
+  // The packed form takes a pointer to each argument.
+  std::vector<void *> args(words.begin(), words.end()), packed;
+  for (void *&w : args)
+    packed.push_back(&w);
+  packed.push_back(&ctx);
+  packedFn(packed.data());
+}
+
 //===----------------------------------------------------------------------===//
 // Scheduling a workgroup
 //===----------------------------------------------------------------------===//

@@ -30,6 +30,12 @@ namespace mla::emu {
 /// Symbols the lane functions call, for the JIT.
 std::vector<std::pair<std::string, void *>> runtimeSymbols();
 
+/// Calls a JIT-compiled lane function in its packed form: `words` are the
+/// descriptors of its arguments (kernel arguments, then workgroup memory),
+/// `ctx` the lane's handle.
+void callLane(void (*packedFn)(void **), const std::vector<void *> &words,
+              int64_t ctx);
+
 /// Called with the source of each lane's part of an LDS DMA.
 using DmaObserver = std::function<void(const void *src, int64_t bytes)>;
 
