@@ -10,13 +10,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
-
-#include "mla/Runtime/Status.h"
+#include "mla/Runtime/Backend.h"
 
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -55,7 +55,7 @@ struct HipApi {
 
 /// Loads the library once per process and path (it stays loaded: HIP does
 /// not support being unloaded while the process runs).
-llvm::Expected<const HipApi *> loadHip() {
+Expected<const HipApi *> loadHip() {
   static std::mutex mutex;
   static std::map<std::string, HipApi> loaded;
   std::lock_guard<std::mutex> lock(mutex);
@@ -82,10 +82,10 @@ llvm::Expected<const HipApi *> loadHip() {
     tried += "\n  " + (why ? std::string(why) : name + ": not found");
   }
   if (!handle)
-    return statusError(Status::BackendUnavailable,
-                       "hip backend: cannot load the HIP runtime "
-                       "(libamdhip64.so; set MLA_HIP_LIBRARY to its path):" +
-                           tried);
+    return fail(Status::BackendUnavailable,
+                "hip backend: cannot load the HIP runtime "
+                "(libamdhip64.so; set MLA_HIP_LIBRARY to its path):",
+                tried);
   HipApi api;
   std::string missing;
   auto resolve = [&](auto &fn, const char *name) {
@@ -108,9 +108,8 @@ llvm::Expected<const HipApi *> loadHip() {
   resolve(api.streamSynchronize, "hipStreamSynchronize");
   resolve(api.getErrorString, "hipGetErrorString");
   if (!missing.empty())
-    return statusError(Status::BackendUnavailable,
-                       "hip backend: " + path + " lacks " + missing +
-                           " (ROCm 6.0 or newer is needed)");
+    return fail(Status::BackendUnavailable, "hip backend: ", path, " lacks ",
+                missing, " (ROCm 6.0 or newer is needed)");
   return &loaded.emplace(path, api).first->second;
 }
 
@@ -120,11 +119,11 @@ class HipKernel : public LoadedKernel {
 public:
   HipKernel(HipBackend &backend) : backend(backend) {}
   ~HipKernel() override;
-  llvm::Error init(const Artifact &artifact);
-  llvm::Error launch(const LaunchBuffers &buffers, void *stream) override;
+  Error init(const Artifact &artifact);
+  Error launch(const LaunchBuffers &buffers, void *stream) override;
 
 private:
-  llvm::Error launchOne(const ArtifactKernel &kernel, void *function,
+  Error launchOne(const ArtifactKernel &kernel, void *function,
                         const LaunchBuffers &buffers, void *stream);
   HipBackend &backend;
   void *module = nullptr;
@@ -139,63 +138,60 @@ public:
 
   std::string arch() const override { return archName; }
 
-  llvm::Error check(hipError_t status, const llvm::Twine &what,
-                    Status code = Status::LaunchFailed) const {
+  Error check(hipError_t status, const std::string &what,
+              Status code = Status::LaunchFailed) const {
     if (status == hipSuccess)
-      return llvm::Error::success();
+      return Error::success();
     const char *text = api.getErrorString(status);
-    return statusError(code, "hip backend: " + what + " failed: " +
-                                 (text ? text : "unknown error") + " (" +
-                                 llvm::Twine(status) + ")");
+    return fail(code, "hip backend: ", what, " failed: ",
+                text ? text : "unknown error", " (", status, ")");
   }
   /// HIP's current device is per thread: select ours on every call.
-  llvm::Error select() const {
+  Error select() const {
     return check(api.setDevice(device), "hipSetDevice", Status::Internal);
   }
 
-  llvm::Expected<std::unique_ptr<LoadedKernel>>
+  Expected<std::unique_ptr<LoadedKernel>>
   load(const Artifact &artifact) override {
     if (artifact.hsaco.empty())
-      return statusError(Status::BackendUnavailable,
-                         "the artifact has no code object (compiled "
-                         "without it); recompile it with the gfx950 form or "
-                         "use the cpu backend");
+      return fail(Status::BackendUnavailable,
+                  "the artifact has no code object (compiled without it); "
+                  "recompile it with the gfx950 form or use the cpu backend");
     if (artifact.chip != archName)
-      return statusError(Status::TargetMismatch,
-                         "the artifact is built for " + artifact.chip +
-                             ", but GPU " + llvm::Twine(device) + " is " +
-                             archName + "; recompile it for " + archName);
+      return fail(Status::TargetMismatch, "the artifact is built for ",
+                  artifact.chip, ", but GPU ", device, " is ", archName,
+                  "; recompile it for ", archName);
     auto kernel = std::make_unique<HipKernel>(*this);
-    if (llvm::Error err = kernel->init(artifact))
+    if (Error err = kernel->init(artifact))
       return std::move(err);
     return std::unique_ptr<LoadedKernel>(std::move(kernel));
   }
 
-  llvm::Error allocate(size_t bytes, void **ptr) override {
-    if (llvm::Error err = select())
+  Error allocate(size_t bytes, void **ptr) override {
+    if (Error err = select())
       return err;
     return check(api.malloc(ptr, std::max<size_t>(bytes, 1)), "hipMalloc",
                  Status::Internal);
   }
-  llvm::Error release(void *ptr) override {
-    if (llvm::Error err = select())
+  Error release(void *ptr) override {
+    if (Error err = select())
       return err;
     return check(api.free(ptr), "hipFree", Status::Internal);
   }
-  llvm::Error copyToDevice(void *dst, const void *src, size_t bytes) override {
-    if (llvm::Error err = select())
+  Error copyToDevice(void *dst, const void *src, size_t bytes) override {
+    if (Error err = select())
       return err;
     return check(api.memcpy(dst, src, bytes, hipMemcpyHostToDevice),
                  "hipMemcpy", Status::Internal);
   }
-  llvm::Error copyToHost(void *dst, const void *src, size_t bytes) override {
-    if (llvm::Error err = select())
+  Error copyToHost(void *dst, const void *src, size_t bytes) override {
+    if (Error err = select())
       return err;
     return check(api.memcpy(dst, src, bytes, hipMemcpyDeviceToHost),
                  "hipMemcpy", Status::Internal);
   }
-  llvm::Error synchronize(void *stream) override {
-    if (llvm::Error err = select())
+  Error synchronize(void *stream) override {
+    if (Error err = select())
       return err;
     return check(api.streamSynchronize(stream), "hipStreamSynchronize");
   }
@@ -210,10 +206,10 @@ HipKernel::~HipKernel() {
     (void)backend.api.moduleUnload(module);
 }
 
-llvm::Error HipKernel::init(const Artifact &artifact) {
-  if (llvm::Error err = backend.select())
+Error HipKernel::init(const Artifact &artifact) {
+  if (Error err = backend.select())
     return err;
-  if (llvm::Error err = backend.check(
+  if (Error err = backend.check(
           backend.api.moduleLoadData(&module, artifact.hsaco.data()),
           "loading the code object (hipModuleLoadData)",
           Status::InvalidArtifact))
@@ -221,17 +217,17 @@ llvm::Error HipKernel::init(const Artifact &artifact) {
   kernels = artifact.kernels;
   for (const ArtifactKernel &kernel : kernels) {
     void *function = nullptr;
-    if (llvm::Error err = backend.check(
+    if (Error err = backend.check(
             backend.api.moduleGetFunction(&function, module,
                                           kernel.name.c_str()),
             "finding kernel " + kernel.name, Status::InvalidArtifact))
       return err;
     functions.push_back(function);
   }
-  return llvm::Error::success();
+  return Error::success();
 }
 
-llvm::Error HipKernel::launchOne(const ArtifactKernel &kernel, void *function,
+Error HipKernel::launchOne(const ArtifactKernel &kernel, void *function,
                                  const LaunchBuffers &buffers, void *stream) {
   // The kernarg buffer, laid out as the code object's metadata says.
   std::vector<uint64_t> storage((kernel.kernargBytes + 7) / 8, 0);
@@ -258,19 +254,16 @@ llvm::Error HipKernel::launchOne(const ArtifactKernel &kernel, void *function,
     words.insert(words.end(), sizes.begin(), sizes.end());
     words.insert(words.end(), strides.begin(), strides.end());
     if (words.size() != arg.fields.size())
-      return statusError(Status::InvalidArtifact,
-                         "invalid artifact: argument " + arg.name + " of " +
-                             kernel.name + " has " +
-                             llvm::Twine(arg.fields.size()) +
-                             " kernarg fields for " +
-                             llvm::Twine(words.size()) + " descriptor words");
+      return fail(Status::InvalidArtifact, "invalid artifact: argument ",
+                  arg.name, " of ", kernel.name, " has ", arg.fields.size(),
+                  " kernarg fields for ", words.size(), " descriptor words");
     for (size_t w = 0; w < words.size(); ++w) {
       auto [offset, size] = arg.fields[w];
       if (offset < 0 || (size != 4 && size != 8) ||
           offset + size > kernel.kernargBytes)
-        return statusError(Status::InvalidArtifact,
-                           "invalid artifact: kernarg field of " + arg.name +
-                               " out of the kernarg segment");
+        return fail(Status::InvalidArtifact,
+                    "invalid artifact: kernarg field of ", arg.name,
+                    " out of the kernarg segment");
       std::memcpy(kernarg + offset, &words[w], size); // little endian
     }
   }
@@ -282,7 +275,7 @@ llvm::Error HipKernel::launchOne(const ArtifactKernel &kernel, void *function,
     grid[i] = static_cast<unsigned>(*size);
   }
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
-    return llvm::Error::success();
+    return Error::success();
   size_t kernargBytes = kernel.kernargBytes;
   void *extra[] = {kLaunchParamBufferPointer, kernarg, kLaunchParamBufferSize,
                    &kernargBytes, kLaunchParamEnd};
@@ -294,17 +287,17 @@ llvm::Error HipKernel::launchOne(const ArtifactKernel &kernel, void *function,
       "launching " + kernel.name);
 }
 
-llvm::Error HipKernel::launch(const LaunchBuffers &buffers, void *stream) {
-  if (llvm::Error err = backend.select())
+Error HipKernel::launch(const LaunchBuffers &buffers, void *stream) {
+  if (Error err = backend.select())
     return err;
   for (size_t i = 0; i < kernels.size(); ++i)
-    if (llvm::Error err = launchOne(kernels[i], functions[i], buffers, stream))
+    if (Error err = launchOne(kernels[i], functions[i], buffers, stream))
       return err;
-  return llvm::Error::success();
+  return Error::success();
 }
 } // namespace
 
-llvm::Expected<std::unique_ptr<Backend>> mla::rt::createHipBackend(int device) {
+Expected<std::unique_ptr<Backend>> mla::rt::createHipBackend(int device) {
   auto api = loadHip();
   if (!api)
     return api.takeError();
@@ -316,21 +309,19 @@ llvm::Expected<std::unique_ptr<Backend>> mla::rt::createHipBackend(int device) {
   if (status != hipSuccess || count == 0) {
     const char *text = status == hipSuccess ? "no devices"
                                             : hip.getErrorString(status);
-    return statusError(Status::BackendUnavailable,
-                       llvm::Twine("hip backend: no AMD GPU is available (") +
-                           (text ? text : "unknown error") + ")");
+    return fail(Status::BackendUnavailable,
+                "hip backend: no AMD GPU is available (",
+                text ? text : "unknown error", ")");
   }
   if (device < 0 || device >= count)
-    return statusError(Status::BackendUnavailable,
-                       "hip backend: no GPU " + llvm::Twine(device) + " (" +
-                           llvm::Twine(count) + " present)");
+    return fail(Status::BackendUnavailable, "hip backend: no GPU ", device,
+                " (", count, " present)");
   std::vector<char> props(4096, 0); // room beyond kDevicePropBytes
   static_assert(kGcnArchNameOffset + 256 <= kDevicePropBytes);
   status = hip.getDeviceProperties(props.data(), device);
   if (status != hipSuccess)
-    return statusError(Status::BackendUnavailable,
-                       "hip backend: cannot read the properties of GPU " +
-                           llvm::Twine(device));
+    return fail(Status::BackendUnavailable,
+                "hip backend: cannot read the properties of GPU ", device);
   // "gfx950:sramecc+:xnack-": the architecture is the part before ':'.
   std::string arch(props.data() + kGcnArchNameOffset,
                    strnlen(props.data() + kGcnArchNameOffset, 256));

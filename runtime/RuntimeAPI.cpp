@@ -8,14 +8,14 @@
 
 #include "mla/runtime.h"
 
-#include "Backend.h"
-
-#include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/ABI.h"
 #include "mla/Runtime/Artifact.h"
-#include "mla/Runtime/Status.h"
-#include "mla/Target/SplitPlanner.h"
+#include "mla/Runtime/Backend.h"
+#include "mla/Runtime/SplitPlanner.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -47,15 +47,15 @@ struct mla_plan_s {
 namespace {
 thread_local std::string lastError;
 
-mla_status fail(Status status, const llvm::Twine &message) {
-  lastError = message.str();
+template <typename... Parts>
+mla_status fail(Status status, const Parts &...parts) {
+  lastError = rt::str(parts...);
   return static_cast<mla_status>(status);
 }
 
-mla_status fail(llvm::Error err) {
-  std::string message;
-  Status status = takeStatus(std::move(err), message);
-  return fail(status, message);
+mla_status fail(rt::Error err) {
+  lastError = err.message();
+  return static_cast<mla_status>(err.status());
 }
 
 #define MLA_REQUIRE(cond, what)                                                \
@@ -70,7 +70,7 @@ size_t alignUp(size_t n) {
   return (n + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
 }
 
-mla_status loadArtifact(mla_context context, llvm::Expected<Artifact> artifact,
+mla_status loadArtifact(mla_context context, rt::Expected<Artifact> artifact,
                         mla_kernel *kernel) {
   if (!artifact)
     return fail(artifact.takeError());
@@ -132,15 +132,18 @@ mla_status mla_context_create(mla_backend backend, int device,
     break;
   }
   case MLA_BACKEND_EMU:
-    impl = rt::createEmuBackend();
+  case MLA_BACKEND_CPU: {
+    auto jit = rt::createJitBackend(backend == MLA_BACKEND_EMU
+                                        ? rt::JitBackendKind::Emu
+                                        : rt::JitBackendKind::Cpu);
+    if (!jit)
+      return fail(jit.takeError());
+    impl = std::move(*jit);
     break;
-  case MLA_BACKEND_CPU:
-    impl = rt::createCpuBackend();
-    break;
+  }
   default:
-    return fail(Status::InvalidArgument,
-                "mla_context_create: unknown backend " +
-                    llvm::Twine(static_cast<int>(backend)));
+    return fail(Status::InvalidArgument, "mla_context_create: unknown backend ",
+                static_cast<int>(backend));
   }
   std::string arch = impl->arch();
   *context = new mla_context_s{backend, std::move(impl), std::move(arch)};
@@ -162,7 +165,7 @@ mla_status mla_context_arch(mla_context context, const char **arch) {
 mla_status mla_malloc(mla_context context, size_t bytes, void **ptr) {
   MLA_REQUIRE(context && ptr, "mla_malloc: NULL argument");
   *ptr = nullptr;
-  if (llvm::Error err = context->backend->allocate(bytes, ptr))
+  if (rt::Error err = context->backend->allocate(bytes, ptr))
     return fail(std::move(err));
   return MLA_SUCCESS;
 }
@@ -171,7 +174,7 @@ mla_status mla_free(mla_context context, void *ptr) {
   MLA_REQUIRE(context, "mla_free: context is NULL");
   if (!ptr)
     return MLA_SUCCESS;
-  if (llvm::Error err = context->backend->release(ptr))
+  if (rt::Error err = context->backend->release(ptr))
     return fail(std::move(err));
   return MLA_SUCCESS;
 }
@@ -180,7 +183,7 @@ mla_status mla_copy_to_device(mla_context context, void *dst, const void *src,
                               size_t bytes) {
   MLA_REQUIRE(context && ((dst && src) || bytes == 0),
               "mla_copy_to_device: NULL argument");
-  if (llvm::Error err = context->backend->copyToDevice(dst, src, bytes))
+  if (rt::Error err = context->backend->copyToDevice(dst, src, bytes))
     return fail(std::move(err));
   return MLA_SUCCESS;
 }
@@ -189,14 +192,14 @@ mla_status mla_copy_to_host(mla_context context, void *dst, const void *src,
                             size_t bytes) {
   MLA_REQUIRE(context && ((dst && src) || bytes == 0),
               "mla_copy_to_host: NULL argument");
-  if (llvm::Error err = context->backend->copyToHost(dst, src, bytes))
+  if (rt::Error err = context->backend->copyToHost(dst, src, bytes))
     return fail(std::move(err));
   return MLA_SUCCESS;
 }
 
 mla_status mla_synchronize(mla_context context, void *stream) {
   MLA_REQUIRE(context, "mla_synchronize: context is NULL");
-  if (llvm::Error err = context->backend->synchronize(stream))
+  if (rt::Error err = context->backend->synchronize(stream))
     return fail(std::move(err));
   return MLA_SUCCESS;
 }
@@ -215,7 +218,7 @@ mla_status mla_kernel_load_memory(mla_context context, const void *data,
   *kernel = nullptr;
   return loadArtifact(
       context,
-      parseArtifact(llvm::StringRef(static_cast<const char *>(data), bytes)),
+      parseArtifact(std::string_view(static_cast<const char *>(data), bytes)),
       kernel);
 }
 
@@ -256,14 +259,13 @@ mla_status mla_plan_create(mla_kernel kernel, int32_t num_seqs,
   for (int32_t b = 0; b < num_seqs; ++b) {
     int64_t qLen = (int64_t)qo_indptr[b + 1] - qo_indptr[b];
     int64_t kvLen = (int64_t)kv_indptr[b + 1] - kv_indptr[b];
-    if (qLen < 1 || qLen > 4)
-      return fail(Status::InvalidArgument,
-                  "mla_plan_create: sequence " + llvm::Twine(b) + " has " +
-                      llvm::Twine(qLen) + " query tokens (1..4 supported)");
+    if (qLen < 1 || qLen > kMaxQueryTokens)
+      return fail(Status::InvalidArgument, "mla_plan_create: sequence ", b,
+                  " has ", qLen, " query tokens (1..", kMaxQueryTokens,
+                  " supported)");
     if (kvLen < 0)
       return fail(Status::InvalidArgument,
-                  "mla_plan_create: kv_indptr decreases at sequence " +
-                      llvm::Twine(b));
+                  "mla_plan_create: kv_indptr decreases at sequence ", b);
     lens.push_back(kvLen);
   }
   const Artifact &a = kernel->artifact;
@@ -282,8 +284,8 @@ mla_status mla_plan_create(mla_kernel kernel, int32_t num_seqs,
   }
   auto list = planSplits(a.computeUnits, lens, options);
   if (!list)
-    return fail(Status::InvalidArgument,
-                "mla_plan_create: " + llvm::toString(list.takeError()));
+    return fail(Status::InvalidArgument, "mla_plan_create: ",
+                list.takeError().message());
   auto p = std::make_unique<mla_plan_s>();
   p->kernel = kernel;
   p->numSeqs = num_seqs;
@@ -323,9 +325,8 @@ mla_status mla_plan_get_work_list(mla_plan plan, void *host_dst, size_t bytes) {
   MLA_REQUIRE(plan && host_dst, "mla_plan_get_work_list: NULL argument");
   size_t need = plan->workList.size() * sizeof(int32_t);
   if (bytes < need)
-    return fail(Status::InvalidArgument,
-                "mla_plan_get_work_list: the buffer has " + llvm::Twine(bytes) +
-                    " bytes, the work list " + llvm::Twine(need));
+    return fail(Status::InvalidArgument, "mla_plan_get_work_list: the buffer has ",
+                bytes, " bytes, the work list ", need);
   std::memcpy(host_dst, plan->workList.data(), need);
   return MLA_SUCCESS;
 }
@@ -336,34 +337,28 @@ mla_status mla_launch(mla_kernel kernel, mla_plan plan,
   MLA_REQUIRE(plan->kernel == kernel,
               "mla_launch: the plan was made for another kernel");
   if (args->num_seqs != plan->numSeqs || args->num_tokens != plan->numTokens)
-    return fail(Status::SizeMismatch,
-                "mla_launch: the batch (num_seqs " +
-                    llvm::Twine(args->num_seqs) + ", num_tokens " +
-                    llvm::Twine(args->num_tokens) + ") is not the plan's (" +
-                    llvm::Twine(plan->numSeqs) + ", " +
-                    llvm::Twine(plan->numTokens) + ")");
+    return fail(Status::SizeMismatch, "mla_launch: the batch (num_seqs ",
+                args->num_seqs, ", num_tokens ", args->num_tokens,
+                ") is not the plan's (", plan->numSeqs, ", ", plan->numTokens,
+                ")");
   // The cache may be a pool larger than the batch: rows past
   // kv_indptr[num_seqs] belong to no sequence and are never read.
   if (args->num_kv_rows < plan->numKVRows)
-    return fail(Status::SizeMismatch,
-                "mla_launch: the cache has num_kv_rows " +
-                    llvm::Twine(args->num_kv_rows) +
-                    " rows; the plan's batch uses " +
-                    llvm::Twine(plan->numKVRows) + " (kv_indptr[num_seqs])");
+    return fail(Status::SizeMismatch, "mla_launch: the cache has num_kv_rows ",
+                args->num_kv_rows, " rows; the plan's batch uses ",
+                plan->numKVRows, " (kv_indptr[num_seqs])");
   const Artifact &a = kernel->artifact;
   bool usesWorkList = kernel->context->backend->usesWorkList();
   if (usesWorkList && args->workspace_bytes < plan->workspaceBytes)
-    return fail(Status::WorkspaceTooSmall,
-                "mla_launch: the workspace has " +
-                    llvm::Twine(args->workspace_bytes) +
-                    " bytes; the plan needs " +
-                    llvm::Twine(plan->workspaceBytes));
+    return fail(Status::WorkspaceTooSmall, "mla_launch: the workspace has ",
+                args->workspace_bytes, " bytes; the plan needs ",
+                plan->workspaceBytes);
   if (plan->numTokens == 0)
     return MLA_SUCCESS;
   auto missing = [&](const void *ptr, const char *name) {
     return ptr ? MLA_SUCCESS
-               : fail(Status::InvalidArgument,
-                      llvm::Twine("mla_launch: args->") + name + " is NULL");
+               : fail(Status::InvalidArgument, "mla_launch: args->", name,
+                      " is NULL");
   };
   for (auto [ptr, name] : std::initializer_list<std::pair<const void *, const char *>>{
            {args->q, "q"}, {args->qo_indptr, "qo_indptr"},
@@ -404,28 +399,28 @@ mla_status mla_launch(mla_kernel kernel, mla_plan plan,
   b.numTokens = plan->numTokens;
   b.numKVRows = args->num_kv_rows;
   b.numWorkItems = plan->numWorkItems;
-  if (llvm::Error err = kernel->loaded->launch(b, stream))
+  if (rt::Error err = kernel->loaded->launch(b, stream))
     return fail(std::move(err));
   return MLA_SUCCESS;
 }
 
 mla_status mla_emu_model_kv_traffic(mla_context context, int enable) {
   MLA_REQUIRE(context, "mla_emu_model_kv_traffic: context is NULL");
-  if (llvm::Error err = context->backend->modelKVTraffic(enable != 0))
+  if (rt::Error err = context->backend->modelKVTraffic(enable != 0))
     return fail(std::move(err));
   return MLA_SUCCESS;
 }
 
 mla_status mla_emu_check_hazards(mla_context context, int enable) {
   MLA_REQUIRE(context, "mla_emu_check_hazards: context is NULL");
-  if (llvm::Error err = context->backend->checkHazards(enable != 0))
+  if (rt::Error err = context->backend->checkHazards(enable != 0))
     return fail(std::move(err));
   return MLA_SUCCESS;
 }
 
 mla_status mla_emu_schedule_seed(mla_context context, uint64_t seed) {
   MLA_REQUIRE(context, "mla_emu_schedule_seed: context is NULL");
-  if (llvm::Error err = context->backend->scheduleSeed(seed))
+  if (rt::Error err = context->backend->scheduleSeed(seed))
     return fail(std::move(err));
   return MLA_SUCCESS;
 }

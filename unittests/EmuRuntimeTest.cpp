@@ -7,9 +7,10 @@
 // at the MFMA pass's addresses; the scaled fp4 conversion matches the
 // format's definition.
 
+#include "mla/Compiler/Embedding.h"
 #include "mla/Emu/LdsHazards.h"
 #include "mla/Emu/Runtime.h"
-#include "mla/Runtime/JitSupport.h"
+#include "mla/Jit/JitSupport.h"
 #include "mla/Runtime/Numerics.h"
 #include "mla/Transforms/Passes.h"
 

@@ -1,5 +1,5 @@
 // .npy round trips and the rejection of corrupt files.
-#include "mla/Runtime/Npy.h"
+#include "mla/Tools/Npy.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"

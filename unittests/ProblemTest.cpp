@@ -1,6 +1,6 @@
 // Generation follows the benchmark recipe; validation names each bad input.
 #include "mla/Runtime/Numerics.h"
-#include "mla/Runtime/Problem.h"
+#include "mla/Tools/Problem.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The float64 reference on cases small enough to work out by hand.
 #include "mla/Runtime/Numerics.h"
-#include "mla/Runtime/Reference.h"
+#include "mla/Tools/Reference.h"
 
 #include <gtest/gtest.h>
 

@@ -5,8 +5,8 @@
 
 #include "mla/Compiler/ArtifactCompiler.h"
 #include "mla/Emu/CacheTraffic.h"
-#include "mla/Runtime/Problem.h"
-#include "mla/Runtime/Reference.h"
+#include "mla/Tools/Problem.h"
+#include "mla/Tools/Reference.h"
 
 #include "gtest/gtest.h"
 
@@ -147,7 +147,7 @@ TEST(Runtime, MissingFile) {
 TEST(Runtime, ArtifactRoundTrips) {
   const std::string &bytes = fp8Artifact();
   auto parsed = parseArtifact(bytes);
-  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  ASSERT_TRUE(bool(parsed)) << parsed.takeError().message();
   EXPECT_EQ(serializeArtifact(*parsed), bytes);
   EXPECT_EQ(parsed->chip, "gfx950");
   ASSERT_EQ(parsed->kernels.size(), 2u);
@@ -339,7 +339,7 @@ TEST(Runtime, PlanCountsRowBlocks) {
   ASSERT_TRUE(bool(artifact)) << llvm::toString(artifact.takeError());
   std::string bytes = serializeArtifact(*artifact);
   auto parsed = parseArtifact(bytes);
-  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  ASSERT_TRUE(bool(parsed)) << parsed.takeError().message();
   EXPECT_EQ(parsed->kernels[0].rowsPerWorkgroup, 64);
   EXPECT_EQ(parsed->kernels[0].headsPerBlock, 128);
   ContextGuard g;
@@ -394,7 +394,7 @@ TEST(Runtime, EmuRejectsDMAOutsideTheCache) {
   // A manifest that describes the cache as 7 rows: the kernel's DMA of the
   // real rows falls outside it, and the emu says so instead of reading on.
   auto artifact = parseArtifact(fp8Artifact());
-  ASSERT_TRUE(bool(artifact)) << llvm::toString(artifact.takeError());
+  ASSERT_TRUE(bool(artifact)) << artifact.takeError().message();
   for (ArtifactKernelArg &arg : artifact->kernels[0].args)
     if (arg.name == "kv")
       arg.dims[0] = "7";
@@ -651,15 +651,11 @@ TEST(Runtime, ConcurrentEmuLaunches) {
 }
 
 TEST(Runtime, SizeExpressions) {
-  std::pair<llvm::StringRef, int64_t> symbols[] = {{"num_work_items", 13},
-                                                   {"num_sequences", 3}};
-  auto value = [&](llvm::StringRef entry) -> int64_t {
+  std::vector<std::pair<std::string_view, int64_t>> symbols = {
+      {"num_work_items", 13}, {"num_sequences", 3}};
+  auto value = [&](std::string_view entry) -> int64_t {
     auto v = resolveDim(entry, symbols);
-    if (!v) {
-      llvm::consumeError(v.takeError());
-      return -1;
-    }
-    return *v;
+    return v ? *v : -1;
   };
   EXPECT_EQ(value("576"), 576);
   EXPECT_EQ(value("num_sequences"), 3);

@@ -11,8 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "mla/Compiler/Embedding.h"
-#include "mla/Runtime/Problem.h"
-#include "mla/Runtime/Reference.h"
+#include "mla/Tools/Problem.h"
+#include "mla/Tools/Reference.h"
 #include "mla/runtime.hpp"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

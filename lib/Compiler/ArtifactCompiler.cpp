@@ -2,9 +2,9 @@
 
 #include "mla/Compiler/ArtifactCompiler.h"
 
+#include "mla/Compiler/Embedding.h"
 #include "mla/Dialect/MLA/IR/MLADialect.h"
-#include "mla/Runtime/JitSupport.h"
-#include "mla/Runtime/Status.h"
+#include "mla/Support/StatusError.h"
 #include "mla/Target/AMDGPU/CodeObject.h"
 #include "mla/Target/KnownTargets.h"
 #include "mla/Transforms/Passes.h"

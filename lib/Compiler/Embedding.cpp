@@ -2,7 +2,7 @@
 
 #include "mla/Compiler/Embedding.h"
 
-#include "mla/Runtime/Status.h"
+#include "mla/Support/StatusError.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -16,6 +16,13 @@ void mla::registerDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllExtensions(registry);
   registerBufferizationInterfaces(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
+}
+
+void mla::prepareContext(mlir::MLIRContext &context) {
+  mlir::DialectRegistry registry;
+  registerDialects(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
 }
 
 void mla::registerPasses() {

@@ -4,7 +4,7 @@
 // mla-lower-to-mfma on the CPU. Every kernel becomes a host function that one
 // lane (fiber) executes, with a context handle as its last argument; what a
 // lane cannot do alone becomes a call into the emu runtime
-// (runtime/emu/Runtime.cpp): thread and block ids, workgroup barriers, and
+// (runtime/jit/emu/Runtime.cpp): thread and block ids, workgroup barriers, and
 // the wave-level operations — amdgpu.mfma, gpu.shuffle, amdgpu.gather_to_lds,
 // amdgpu.memory_counter_wait — which rendezvous the wave's 64 lanes and
 // compute exactly what the instruction does (include/mla/Emu/MFMA.h); an LDS

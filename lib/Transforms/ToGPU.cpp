@@ -276,11 +276,12 @@ private:
     return types;
   }
   SmallVector<StringRef> argNames() const {
-    SmallVector<StringRef> names = {"q", "kv"};
+    SmallVector<StringRef> names = {arg::kQ, arg::kKV};
     if (!isBF16())
-      names.push_back("kv_scale");
-    names.append({"qo_indptr", "kv_indptr", "work_items", "partial_out",
-                  "partial_lse", "item_indptr", "out", "lse"});
+      names.push_back(arg::kKVScale);
+    names.append({arg::kQoIndptr, arg::kKVIndptr, arg::kWorkItems,
+                  arg::kPartialOut, arg::kPartialLse, arg::kItemIndptr,
+                  arg::kOut, arg::kLse});
     return names;
   }
 
@@ -294,14 +295,14 @@ private:
 
 /// The size symbol of a kernel argument's leading dynamic dimension, as the
 /// runtime names it (docs/artifact.md).
-StringRef leadingDimSymbol(StringRef arg) {
-  if (arg == "q" || arg == "out" || arg == "lse")
-    return "num_tokens";
-  if (arg == "kv" || arg == "kv_scale")
-    return "num_kv_rows";
-  if (arg == "qo_indptr" || arg == "kv_indptr" || arg == "item_indptr")
-    return "num_seqs+1";
-  return "num_work_items"; // work_items, partial_out, partial_lse
+StringRef leadingDimSymbol(std::string_view arg) {
+  if (arg == arg::kQ || arg == arg::kOut || arg == arg::kLse)
+    return dim::kTokens;
+  if (arg == arg::kKV || arg == arg::kKVScale)
+    return dim::kKVRows;
+  if (arg == arg::kQoIndptr || arg == arg::kKVIndptr || arg == arg::kItemIndptr)
+    return dim::kSeqsPlusOne;
+  return dim::kWorkItems; // work_items, partial_out, partial_lse
 }
 
 /// `mla.launch`: how the runtime launches a kernel and binds its arguments
@@ -365,8 +366,9 @@ gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
   func->setAttr("rocdl.flat_work_group_size", b.getStringAttr("256,256"));
   func->setAttr(MLADialect::kLaunchAttrName,
                 launchAttr(b,
-                           {"roundup(num_work_items," + std::to_string(xcds) +
-                                ")*" + std::to_string(blocksPerItem()),
+                           {"roundup(" + std::string(dim::kWorkItems) + "," +
+                                std::to_string(xcds) + ")*" +
+                                std::to_string(blocksPerItem()),
                             "1", "1"},
                            ldsBytes(), argNames(), args,
                            // How many row blocks of an item are busy, for
@@ -389,16 +391,19 @@ void PartialKernel::emitBody(OpBuilder &b, gpu::GPUFuncOp func) {
   Type elem = elemType(b), pvElem = pvType(b);
   bool bf16 = isBF16(), mx = isMXFP4();
   SmallVector<StringRef> names = argNames();
-  auto arg = [&](StringRef name) -> Value {
+  auto argument = [&](StringRef name) -> Value {
     auto it = llvm::find(names, name);
     return it == names.end() ? Value()
                              : func.getArgument(it - names.begin());
   };
-  Value q = arg("q"), kv = arg("kv"), kvScaleMem = arg("kv_scale"),
-        qoIndptr = arg("qo_indptr"), kvIndptr = arg("kv_indptr"),
-        items = arg("work_items"), partialOut = arg("partial_out"),
-        partialLse = arg("partial_lse"), itemIndptr = arg("item_indptr"),
-        outMem = arg("out"), lseMem = arg("lse");
+  Value q = argument(arg::kQ), kv = argument(arg::kKV),
+        kvScaleMem = argument(arg::kKVScale),
+        qoIndptr = argument(arg::kQoIndptr), kvIndptr = argument(arg::kKVIndptr),
+        items = argument(arg::kWorkItems),
+        partialOut = argument(arg::kPartialOut),
+        partialLse = argument(arg::kPartialLse),
+        itemIndptr = argument(arg::kItemIndptr), outMem = argument(arg::kOut),
+        lseMem = argument(arg::kLse);
   auto lds = func.getWorkgroupAttributions();
   unsigned next = 0;
   Value kvLds = lds[next++], sLds = lds[next++], pLds = lds[next++],
@@ -1178,9 +1183,11 @@ gpu::GPUFuncOp buildCombineKernel(CombineOp op, OpBuilder &mb, StringRef name) {
   func.setKnownBlockSizeAttr(bb.getDenseI32ArrayAttr({kThreads, 1, 1}));
   func->setAttr("rocdl.flat_work_group_size", bb.getStringAttr("256,256"));
   func->setAttr(MLADialect::kLaunchAttrName,
-                launchAttr(bb, {"num_sequences", "1", "1"}, /*ldsBytes=*/0,
-                           {"partial_out", "partial_lse", "item_indptr",
-                            "qo_indptr", "out", "lse"},
+                launchAttr(bb, {std::string(dim::kSequences), "1", "1"},
+                           /*ldsBytes=*/0,
+                           {arg::kPartialOut, arg::kPartialLse,
+                            arg::kItemIndptr, arg::kQoIndptr, arg::kOut,
+                            arg::kLse},
                            args));
 
   OpBuilder b(ctx);

@@ -10,8 +10,8 @@
 #include "mla/Support/Version.h"
 #include "mla/Compiler/ArtifactCompiler.h"
 #include "mla/Dialect/MLA/IR/MLADialect.h"
-#include "mla/Runtime/JitSupport.h"
-#include "mla/Runtime/Status.h"
+#include "mla/Compiler/Embedding.h"
+#include "mla/Support/StatusError.h"
 #include "mla/Target/KnownTargets.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -108,10 +108,7 @@ int main(int argc, char **argv) {
         << "target '" << artifact->chip
         << "' has no gfx950 kernels: the artifact holds the reference form "
            "only\n";
-  if (llvm::Error err = writeArtifactFile(*artifact, outputPath)) {
-    std::string message;
-    takeStatus(std::move(err), message);
-    return fail(message);
-  }
+  if (rt::Error err = writeArtifactFile(*artifact, outputPath))
+    return fail(err.message());
   return 0;
 }

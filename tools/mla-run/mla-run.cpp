@@ -11,10 +11,10 @@
 
 #include "mla/Support/Version.h"
 #include "mla/Compiler/ArtifactCompiler.h"
-#include "mla/Runtime/Npy.h"
+#include "mla/Tools/Npy.h"
 #include "mla/Runtime/Numerics.h"
-#include "mla/Runtime/Problem.h"
-#include "mla/Runtime/Reference.h"
+#include "mla/Tools/Problem.h"
+#include "mla/Tools/Reference.h"
 #include "mla/Target/KnownTargets.h"
 #include "mla/runtime.h"
 

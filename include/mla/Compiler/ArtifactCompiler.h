@@ -12,7 +12,7 @@
 
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Runtime/Artifact.h"
-#include "mla/Runtime/HostModule.h"
+#include "mla/Compiler/HostModule.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"

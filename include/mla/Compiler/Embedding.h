@@ -30,6 +30,9 @@ namespace mla {
 /// interfaces (bufferization) and the LLVM IR translations.
 void registerDialects(mlir::DialectRegistry &registry);
 
+/// A context with the dialects of registerDialects loaded.
+void prepareContext(mlir::MLIRContext &context);
+
 /// The mla passes and pipelines in MLIR's global registry, for textual
 /// pipelines (`--mla-decode-to-gfx950=...`). Idempotent.
 void registerPasses();

@@ -11,12 +11,11 @@
 #ifndef MLA_EMU_CACHETRAFFIC_H
 #define MLA_EMU_CACHETRAFFIC_H
 
-#include "llvm/ADT/StringRef.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mla::emu {
@@ -44,8 +43,8 @@ public:
     traffic.xcds = std::max(1, xcds);
     traffic.cusPerXcd = std::max(1, cusPerXcd);
   }
-  void addRange(llvm::StringRef name, const void *begin, int64_t bytes) {
-    ranges.push_back({name.str(), static_cast<const char *>(begin), bytes,
+  void addRange(std::string_view name, const void *begin, int64_t bytes) {
+    ranges.push_back({std::string(name), static_cast<const char *>(begin), bytes,
                       std::vector<int32_t>(modelTraffic ? bytes : 0, -1)});
   }
   void setWorkgroup(int64_t linearId) { workgroup = int32_t(linearId); }

@@ -7,37 +7,28 @@
 // kernel argument, its shape and where its memref descriptor goes in the
 // kernarg segment. The container is a POSIX tar archive (`tar tf` lists it)
 // whose first member is manifest.json; docs/artifact.md is the format.
+// Plain C++: the compiler writes artifacts with the same code the runtime
+// reads them with.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MLA_RUNTIME_ARTIFACT_H
 #define MLA_RUNTIME_ARTIFACT_H
 
-#include "mla/Runtime/Problem.h"
-
-#include "llvm/ADT/StringRef.h"
-#include "llvm/Support/Error.h"
+#include "mla/ABI.h"
+#include "mla/Runtime/Status.h"
 
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace mla {
 
 /// The artifact format version this runtime writes and reads.
-constexpr int64_t kArtifactVersion = 1;
-
-/// Size symbols a kernel argument's dims and a kernel's grid may use; the
-/// runtime substitutes them from the plan at launch.
-namespace dim {
-constexpr llvm::StringLiteral kTokens = "num_tokens";
-constexpr llvm::StringLiteral kKVRows = "num_kv_rows";
-constexpr llvm::StringLiteral kSeqsPlusOne = "num_seqs+1";
-constexpr llvm::StringLiteral kSequences = "num_sequences";
-constexpr llvm::StringLiteral kWorkItems = "num_work_items";
-} // namespace dim
+constexpr int64_t kArtifactVersion = artifact::kVersion;
 
 struct ArtifactKernelArg {
   std::string name;              // q, kv, kv_scale, work_items, ...
@@ -93,18 +84,18 @@ struct Artifact {
 std::string serializeArtifact(const Artifact &artifact);
 
 /// Parses and checks an archive: tar headers and checksums, the manifest's
-/// fields, each member's size and CRC-32. Errors are StatusErrors
+/// fields, each member's size and CRC-32. Errors carry the status
 /// (InvalidArtifact, VersionMismatch).
-llvm::Expected<Artifact> parseArtifact(llvm::StringRef bytes);
+rt::Expected<Artifact> parseArtifact(std::string_view bytes);
 
 /// Reads `path` (IOError when it cannot) and parses it.
-llvm::Expected<Artifact> readArtifactFile(llvm::StringRef path);
-llvm::Error writeArtifactFile(const Artifact &artifact, llvm::StringRef path);
+rt::Expected<Artifact> readArtifactFile(const std::string &path);
+rt::Error writeArtifactFile(const Artifact &artifact, const std::string &path);
 
 /// The value of a dim or grid entry given the symbols' values.
-llvm::Expected<int64_t>
-resolveDim(llvm::StringRef entry,
-           llvm::ArrayRef<std::pair<llvm::StringRef, int64_t>> symbols);
+rt::Expected<int64_t>
+resolveDim(std::string_view entry,
+           const std::vector<std::pair<std::string_view, int64_t>> &symbols);
 
 } // namespace mla
 

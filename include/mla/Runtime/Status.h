@@ -1,17 +1,20 @@
 //===- Status.h - runtime errors that carry a status code -------*- C++ -*-===//
 //
-// The runtime reports failures as llvm::Error; the C API needs to tell its
-// callers *what kind* of failure happened (a missing file is not a corrupt
-// artifact is not a wrong GPU). StatusError carries one of the C API's
-// mla_status codes with the message; any other llvm::Error maps to
-// Status::Internal.
+// The runtime carries no LLVM (a serving process loads it without a
+// compiler), so it has its own small error types: an rt::Error is success or
+// one of the C API's mla_status codes with a message; rt::Expected<T> is a
+// value or such an error. They read like llvm::Error / llvm::Expected; the
+// compiler side converts with mla/Support/StatusError.h.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MLA_RUNTIME_STATUS_H
 #define MLA_RUNTIME_STATUS_H
 
-#include "llvm/Support/Error.h"
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
 
 namespace mla {
 
@@ -30,26 +33,66 @@ enum class Status : int {
   Internal = 10,
 };
 
-class StatusError : public llvm::ErrorInfo<StatusError> {
-public:
-  static char ID;
-  StatusError(Status status, std::string message)
-      : status(status), message(std::move(message)) {}
-  void log(llvm::raw_ostream &os) const override { os << message; }
-  std::error_code convertToErrorCode() const override {
-    return llvm::inconvertibleErrorCode();
-  }
-  Status status;
-  std::string message;
-};
+namespace rt {
 
-inline llvm::Error statusError(Status status, const llvm::Twine &message) {
-  return llvm::make_error<StatusError>(status, message.str());
+/// Concatenates anything a std::ostream prints: the runtime's messages.
+template <typename... Parts> std::string str(const Parts &...parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return os.str();
 }
 
-/// The status an error stands for, and its message; consumes the error.
-Status takeStatus(llvm::Error err, std::string &message);
+/// Success, or a status code with a message. Converts to true on failure.
+class [[nodiscard]] Error {
+public:
+  static Error success() { return Error(); }
+  Error(Status status, std::string message)
+      : code(status), text(std::move(message)) {}
 
+  explicit operator bool() const { return code != Status::Success; }
+  Status status() const { return code; }
+  const std::string &message() const { return text; }
+  /// The same failure, its message prefixed (no-op on success).
+  Error context(const std::string &prefix) && {
+    if (code != Status::Success)
+      text = prefix + text;
+    return std::move(*this);
+  }
+
+private:
+  Error() = default;
+  Status code = Status::Success;
+  std::string text;
+};
+
+/// A failure with a message built from `parts`.
+template <typename... Parts> Error fail(Status status, const Parts &...parts) {
+  return Error(status, str(parts...));
+}
+
+/// A value or the Error that prevented it. Converts to true on success.
+template <typename T> class [[nodiscard]] Expected {
+public:
+  Expected(T value) : value(std::move(value)) {}
+  Expected(Error error) : error(std::move(error)) {
+    if (!this->error)
+      this->error = fail(Status::Internal, "Expected built from success");
+  }
+
+  explicit operator bool() const { return value.has_value(); }
+  T &operator*() { return *value; }
+  const T &operator*() const { return *value; }
+  T *operator->() { return &*value; }
+  const T *operator->() const { return &*value; }
+  /// The error (success when there is a value).
+  Error takeError() { return value ? Error::success() : std::move(error); }
+
+private:
+  std::optional<T> value;
+  Error error = Error::success();
+};
+
+} // namespace rt
 } // namespace mla
 
 #endif // MLA_RUNTIME_STATUS_H

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mla/Dialect/MLA/IR/MLADialect.h"
-#include "mla/Target/SplitPlanner.h"
+#include "mla/Runtime/SplitPlanner.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"

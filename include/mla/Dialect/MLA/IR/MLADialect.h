@@ -8,6 +8,8 @@
 #ifndef MLA_DIALECT_MLA_IR_MLADIALECT_H
 #define MLA_DIALECT_MLA_IR_MLADIALECT_H
 
+#include "mla/ABI.h"
+
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
@@ -24,8 +26,6 @@
 #include "mla/Dialect/MLA/IR/MLAOps.h.inc"
 
 namespace mla {
-/// Most query tokens one sequence may have (the partial results' 2nd dim).
-constexpr int64_t kMaxQueryTokens = 4;
 
 /// LDS bytes one workgroup needs under `config`: `pipeline_stages` KV tiles
 /// of the cache's row size. Q and the accumulators live in registers.

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MLA_RUNTIME_MEMREFDESCRIPTOR_H
-#define MLA_RUNTIME_MEMREFDESCRIPTOR_H
+#ifndef MLA_JIT_MEMREFDESCRIPTOR_H
+#define MLA_JIT_MEMREFDESCRIPTOR_H
 
 #include <array>
 #include <cstdint>
@@ -39,4 +39,4 @@ MemRefDescriptor<Rank> describe(const void *data,
 
 } // namespace mla
 
-#endif // MLA_RUNTIME_MEMREFDESCRIPTOR_H
+#endif // MLA_JIT_MEMREFDESCRIPTOR_H

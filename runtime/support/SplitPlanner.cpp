@@ -14,51 +14,47 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mla/Target/SplitPlanner.h"
+#include "mla/Runtime/SplitPlanner.h"
 
 #include <algorithm>
 
 using namespace mla;
 
 namespace {
-llvm::Error error(const llvm::Twine &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+template <typename... Parts> rt::Error error(const Parts &...parts) {
+  return rt::fail(Status::InvalidArgument, parts...);
 }
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 } // namespace
 
-llvm::Expected<WorkList> mla::planSplits(int64_t computeUnits,
-                                         llvm::ArrayRef<int64_t> kvLens,
-                                         const SplitOptions &options) {
+rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
+                                       const std::vector<int64_t> &kvLens,
+                                       const SplitOptions &options) {
   if (computeUnits <= 0)
-    return error("compute unit count must be positive, got " +
-                 llvm::Twine(computeUnits));
+    return error("compute unit count must be positive, got ", computeUnits);
   if (options.kvTile <= 0 || (options.kvTile & (options.kvTile - 1)) != 0)
-    return error("kv tile " + llvm::Twine(options.kvTile) +
+    return error("kv tile ", options.kvTile,
                  " must be a positive power of two");
   if (options.forcedSplits < 0)
-    return error("splits must be positive, got " +
-                 llvm::Twine(options.forcedSplits));
+    return error("splits must be positive, got ", options.forcedSplits);
   if (options.minTilesPerItem <= 0 || options.maxSplitsPerSeq <= 0)
     return error("minTilesPerItem and maxSplitsPerSeq must be positive");
   if (!options.workgroupsPerItem.empty() &&
       options.workgroupsPerItem.size() != kvLens.size())
-    return error("workgroupsPerItem has " +
-                 llvm::Twine(options.workgroupsPerItem.size()) +
-                 " entries for " + llvm::Twine(kvLens.size()) + " sequences");
+    return error("workgroupsPerItem has ", options.workgroupsPerItem.size(),
+                 " entries for ", kvLens.size(), " sequences");
   // Tokens weighted by the workgroups that read them.
   int64_t total = 0;
   for (size_t b = 0; b < kvLens.size(); ++b) {
     int64_t len = kvLens[b];
     if (len < 0 || len > INT32_MAX)
-      return error("kv length " + llvm::Twine(len) + " outside 0..2^31-1");
+      return error("kv length ", len, " outside 0..2^31-1");
     int64_t workgroups = options.workgroupsPerItem.empty()
                              ? 1
                              : options.workgroupsPerItem[b];
     if (workgroups < 1 || workgroups > 1024)
-      return error("workgroups per item " + llvm::Twine(workgroups) +
-                   " outside 1..1024");
+      return error("workgroups per item ", workgroups, " outside 1..1024");
     total += len * workgroups;
   }
 

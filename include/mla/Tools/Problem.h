@@ -7,8 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MLA_RUNTIME_PROBLEM_H
-#define MLA_RUNTIME_PROBLEM_H
+#ifndef MLA_TOOLS_PROBLEM_H
+#define MLA_TOOLS_PROBLEM_H
+
+#include "mla/ABI.h"
 
 #include "llvm/Support/Error.h"
 
@@ -18,11 +20,6 @@
 #include <vector>
 
 namespace mla {
-
-enum class CacheFormat { BF16, FP8, MXFP4 };
-
-const char *formatName(CacheFormat format);
-std::optional<CacheFormat> parseFormat(const std::string &name);
 
 struct DecodeProblem {
   CacheFormat format = CacheFormat::BF16;
@@ -80,4 +77,4 @@ llvm::Error validateProblem(const DecodeProblem &problem);
 
 } // namespace mla
 
-#endif // MLA_RUNTIME_PROBLEM_H
+#endif // MLA_TOOLS_PROBLEM_H

@@ -5,15 +5,15 @@
 // combine step merges. The planner decides
 // the items from the target and the per-sequence lengths; it runs at compile
 // time for static shapes and in the runtime for every batch. The policy and
-// its cost model are described in docs/split-planning.md.
+// its cost model are described in docs/split-planning.md. Plain C++: the
+// compiler and the runtime share it.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MLA_TARGET_SPLITPLANNER_H
-#define MLA_TARGET_SPLITPLANNER_H
+#ifndef MLA_RUNTIME_SPLITPLANNER_H
+#define MLA_RUNTIME_SPLITPLANNER_H
 
-#include "llvm/ADT/ArrayRef.h"
-#include "llvm/Support/Error.h"
+#include "mla/Runtime/Status.h"
 
 #include <cstdint>
 #include <vector>
@@ -64,10 +64,10 @@ struct SplitOptions {
 
 /// Plans the work list for a chip of `computeUnits` CUs; errors on invalid
 /// options or lengths.
-llvm::Expected<WorkList> planSplits(int64_t computeUnits,
-                                    llvm::ArrayRef<int64_t> kvLens,
-                                    const SplitOptions &options = {});
+rt::Expected<WorkList> planSplits(int64_t computeUnits,
+                                  const std::vector<int64_t> &kvLens,
+                                  const SplitOptions &options = {});
 
 } // namespace mla
 
-#endif // MLA_TARGET_SPLITPLANNER_H
+#endif // MLA_RUNTIME_SPLITPLANNER_H

@@ -1,6 +1,6 @@
 //===- Npy.cpp - NumPy .npy files -----------------------------------------===//
 
-#include "mla/Runtime/Npy.h"
+#include "mla/Tools/Npy.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"

@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MLA_RUNTIME_HOSTMODULE_H
-#define MLA_RUNTIME_HOSTMODULE_H
+#ifndef MLA_COMPILER_HOSTMODULE_H
+#define MLA_COMPILER_HOSTMODULE_H
 
-#include "mla/Runtime/Problem.h"
+#include "mla/ABI.h"
 #include "mla/Target/KnownTargets.h"
 
 #include <string>
@@ -44,4 +44,4 @@ std::string buildHostModuleSource(const KernelSignature &sig);
 
 } // namespace mla
 
-#endif // MLA_RUNTIME_HOSTMODULE_H
+#endif // MLA_COMPILER_HOSTMODULE_H

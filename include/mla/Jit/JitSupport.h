@@ -1,11 +1,12 @@
 //===- JitSupport.h - shared setup of the JIT backends ----------*- C++ -*-===//
 //
-// The MLIR context and ExecutionEngine setup the cpu and emu backends share.
+// The ExecutionEngine setup the cpu and emu backends (libMLARuntimeJit)
+// share.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MLA_RUNTIME_JITSUPPORT_H
-#define MLA_RUNTIME_JITSUPPORT_H
+#ifndef MLA_JIT_JITSUPPORT_H
+#define MLA_JIT_JITSUPPORT_H
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -18,9 +19,6 @@
 #include <vector>
 
 namespace mla {
-
-/// Registers every dialect, extension and translation the pipelines need.
-void prepareContext(mlir::MLIRContext &context);
 
 /// JIT-compiles an LLVM-dialect module at -O3 and binds `symbols` (plus the
 /// C runner utils' memrefCopy) for it.
@@ -35,4 +33,4 @@ std::vector<int64_t> makeDescriptor(const void *data,
 
 } // namespace mla
 
-#endif // MLA_RUNTIME_JITSUPPORT_H
+#endif // MLA_JIT_JITSUPPORT_H

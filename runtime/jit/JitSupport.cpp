@@ -1,42 +1,22 @@
 //===- JitSupport.cpp - shared setup of the JIT backends ------------------===//
 
-#include "mla/Runtime/JitSupport.h"
-
-#include "mla/Dialect/MLA/IR/MLADialect.h"
-#include "mla/Transforms/Passes.h"
+#include "mla/Jit/JitSupport.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
-#include "mlir/IR/DialectRegistry.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/Support/TargetSelect.h"
 
 using namespace mla;
 
-void mla::prepareContext(mlir::MLIRContext &context) {
+llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
+mla::createEngine(mlir::ModuleOp module,
+                  const std::vector<std::pair<std::string, void *>> &symbols) {
   static bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     return true;
   }();
   (void)initialized;
-  mlir::DialectRegistry registry;
-  registry.insert<MLADialect>();
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
-  registerBufferizationInterfaces(registry);
-  mlir::registerBuiltinDialectTranslation(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  context.appendDialectRegistry(registry);
-  context.loadAllAvailableDialects();
-}
-
-llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
-mla::createEngine(mlir::ModuleOp module,
-                  const std::vector<std::pair<std::string, void *>> &symbols) {
   mlir::ExecutionEngineOptions options;
   options.transformer = mlir::makeOptimizingTransformer(
       /*optLevel=*/3, /*sizeLevel=*/0, /*targetMachine=*/nullptr);

@@ -8,34 +8,21 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
+#include "JitBackends.h"
 
-#include "mla/Runtime/HostModule.h"
-#include "mla/Runtime/MemRefDescriptor.h"
-#include "mla/Runtime/Status.h"
-
-#include "mla/Runtime/JitSupport.h"
-
-#include "mla/Dialect/MLA/IR/MLADialect.h"
-#include "mla/Target/SplitPlanner.h"
+#include "mla/Compiler/Embedding.h"
+#include "mla/Jit/JitSupport.h"
+#include "mla/Jit/MemRefDescriptor.h"
+#include "mla/Runtime/Backend.h"
+#include "mla/Runtime/SplitPlanner.h"
+#include "mla/Support/StatusError.h"
 #include "mla/Transforms/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
@@ -43,18 +30,6 @@
 using namespace mla;
 
 namespace {
-std::string kvElementType(CacheFormat format) {
-  switch (format) {
-  case CacheFormat::BF16:
-    return "bf16";
-  case CacheFormat::FP8:
-    return "f8E4M3FN";
-  case CacheFormat::MXFP4:
-    return "i8";
-  }
-  return "";
-}
-
 /// What `mla.plan_splits` calls on the host (see kPlanSplitsFunctionName):
 /// the runtime's planner on the kv lengths, written into the caller's
 /// buffers. Returns the number of work items, or 0 (outputs stay zero) when
@@ -76,8 +51,7 @@ int64_t planSplitsForHost(StridedMemRefType<int32_t, 1> *kvIndptr,
   options.forcedSplits = uniformSplits;
   auto list = planSplits(computeUnits, lens, options);
   if (!list) {
-    llvm::errs() << "mla_plan_splits: " << llvm::toString(list.takeError())
-                 << "\n";
+    llvm::errs() << "mla_plan_splits: " << list.takeError().message() << "\n";
     return 0;
   }
   if (list->numItems() > workItems->sizes[0]) {
@@ -99,72 +73,18 @@ int64_t planSplitsForHost(StridedMemRefType<int32_t, 1> *kvIndptr,
   return list->numItems();
 }
 
-} // namespace
-
-std::string mla::buildHostModuleSource(const KernelSignature &sig) {
-  std::string H = std::to_string(sig.numHeads), D = std::to_string(sig.qkDim),
-              Dv = std::to_string(sig.vDim);
-  std::string width = std::to_string(
-      sig.format == CacheFormat::MXFP4 ? sig.qkDim / 2 : sig.qkDim);
-  std::string qT = "?x" + H + "x" + D + "xbf16";
-  std::string kvT = "?x" + width + "x" + kvElementType(sig.format);
-  std::string outT = "?x" + H + "x" + Dv + "xbf16", lseT = "?x" + H + "xf32";
-  std::string scaleT;
-  if (sig.format == CacheFormat::FP8)
-    scaleT = "1xf32";
-  else if (sig.format == CacheFormat::MXFP4)
-    scaleT = "?x" + std::to_string(sig.qkDim / 32) + "xf8E8M0FNU";
-
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << "func.func @mla_decode(%q: memref<" << qT << ">, %kv: memref<" << kvT
-     << ">, %qo: memref<?xi32>, %kvp: memref<?xi32>";
-  if (!scaleT.empty())
-    os << ", %s: memref<" << scaleT << ">";
-  os << ", %out: memref<" << outT << ">, %lse: memref<" << lseT
-     << ">) attributes {llvm.emit_c_interface} {\n";
-  auto toTensor = [&](const char *name, const std::string &type) {
-    os << "  %" << name << "_t = bufferization.to_tensor %" << name
-       << " restrict : memref<" << type << "> to tensor<" << type << ">\n";
-  };
-  toTensor("q", qT);
-  toTensor("kv", kvT);
-  toTensor("qo", "?xi32");
-  toTensor("kvp", "?xi32");
-  if (!scaleT.empty())
-    toTensor("s", scaleT);
-  os << "  %o, %l = mla.decode q(%q_t : tensor<" << qT << ">) kv(%kv_t : tensor<"
-     << kvT << ">)";
-  if (!scaleT.empty())
-    os << " scale(%s_t : tensor<" << scaleT << ">)";
-  os << " indptr(%qo_t, %kvp_t : tensor<?xi32>, tensor<?xi32>) {kv_format = "
-        "#mla.kv_format<"
-     << formatName(sig.format) << ">, v_head_dim = " << sig.vDim;
-  if (sig.smScale > 0.0) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.9e", sig.smScale);
-    os << ", sm_scale = " << buf << " : f32";
-  }
-  os << "} -> tensor<" << outT << ">, tensor<" << lseT << ">\n";
-  os << "  bufferization.materialize_in_destination %o in restrict writable "
-        "%out : (tensor<"
-     << outT << ">, memref<" << outT << ">) -> ()\n";
-  os << "  bufferization.materialize_in_destination %l in restrict writable "
-        "%lse : (tensor<"
-     << lseT << ">, memref<" << lseT << ">) -> ()\n";
-  os << "  return\n}\n";
-  return s;
-}
-
-namespace {
 /// The reference form of an artifact, lowered with the pipeline its
 /// manifest names and JIT-compiled.
 class CpuKernel : public rt::LoadedKernel {
 public:
   llvm::Error init(const Artifact &artifact);
-  llvm::Error launch(const rt::LaunchBuffers &buffers, void *stream) override;
+  rt::Error launch(const rt::LaunchBuffers &buffers, void *) override {
+    return toRuntimeError(run(buffers));
+  }
 
 private:
+  llvm::Error run(const rt::LaunchBuffers &buffers);
+
   CacheFormat format = CacheFormat::BF16;
   int64_t numHeads = 0, qkDim = 0, vDim = 0;
   mlir::MLIRContext context;
@@ -214,7 +134,7 @@ llvm::Error CpuKernel::init(const Artifact &a) {
   return llvm::Error::success();
 }
 
-llvm::Error CpuKernel::launch(const rt::LaunchBuffers &b, void *) {
+llvm::Error CpuKernel::run(const rt::LaunchBuffers &b) {
   int64_t T = b.numTokens, H = numHeads, D = qkDim, N = b.numKVRows;
   int64_t B1 = b.numSeqs + 1;
   auto q = describe<3>(b.q, {T, H, D});
@@ -245,16 +165,16 @@ class CpuBackend : public rt::Backend {
 public:
   std::string arch() const override { return "host"; }
   bool usesWorkList() const override { return false; }
-  llvm::Expected<std::unique_ptr<rt::LoadedKernel>>
+  rt::Expected<std::unique_ptr<rt::LoadedKernel>>
   load(const Artifact &artifact) override {
     auto kernel = std::make_unique<CpuKernel>();
     if (llvm::Error err = kernel->init(artifact))
-      return std::move(err);
+      return toRuntimeError(std::move(err));
     return std::unique_ptr<rt::LoadedKernel>(std::move(kernel));
   }
 };
 } // namespace
 
-std::unique_ptr<rt::Backend> mla::rt::createCpuBackend() {
+std::unique_ptr<rt::Backend> mla::jit::createCpuBackend() {
   return std::make_unique<CpuBackend>();
 }

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MLA_RUNTIME_NPY_H
-#define MLA_RUNTIME_NPY_H
+#ifndef MLA_TOOLS_NPY_H
+#define MLA_TOOLS_NPY_H
 
 #include "llvm/Support/Error.h"
 
@@ -35,4 +35,4 @@ llvm::Error writeNpy(const std::string &path, const std::string &dtype,
 
 } // namespace mla
 
-#endif // MLA_RUNTIME_NPY_H
+#endif // MLA_TOOLS_NPY_H

@@ -3,7 +3,9 @@
 // Internal to the runtime: a backend owns device memory and turns an
 // artifact into a loaded kernel; a loaded kernel launches one decode on
 // caller-owned buffers. The C API (runtime.h) validates everything before a
-// backend sees it.
+// backend sees it. The hip backend lives in the runtime; the emu and cpu
+// backends, which JIT-compile MLIR, live in libMLARuntimeJit, which the
+// runtime loads when such a context is created (kJitEntryPoint).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,12 +15,12 @@
 #include "mla/Emu/CacheTraffic.h"
 #include "mla/Runtime/Artifact.h"
 
-#include "llvm/ADT/StringRef.h"
-#include "llvm/Support/Error.h"
+#include "mla/Runtime/Status.h"
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace mla::rt {
 
@@ -33,9 +35,9 @@ struct LaunchBuffers {
   int64_t numSeqs = 0, numTokens = 0, numKVRows = 0, numWorkItems = 0;
 
   /// The buffer a kernel argument of the artifact names.
-  llvm::Expected<const void *> pointer(llvm::StringRef argName) const;
+  rt::Expected<const void *> pointer(std::string_view argName) const;
   /// The value of a dim:: size symbol.
-  llvm::Expected<int64_t> resolve(llvm::StringRef entry) const;
+  rt::Expected<int64_t> resolve(std::string_view entry) const;
 };
 
 /// The emu backend's cache-traffic model (mla_kv_traffic).
@@ -44,7 +46,7 @@ using KVTraffic = emu::CacheTraffic;
 class LoadedKernel {
 public:
   virtual ~LoadedKernel();
-  virtual llvm::Error launch(const LaunchBuffers &buffers, void *stream) = 0;
+  virtual Error launch(const LaunchBuffers &buffers, void *stream) = 0;
 };
 
 class Backend {
@@ -55,30 +57,41 @@ public:
   /// Whether launches read the plan's work list and workspace; the cpu
   /// backend's reference lowering plans for itself.
   virtual bool usesWorkList() const { return true; }
-  virtual llvm::Expected<std::unique_ptr<LoadedKernel>>
+  virtual Expected<std::unique_ptr<LoadedKernel>>
   load(const Artifact &artifact) = 0;
 
   /// The cache-traffic model; only the emu backend has one.
-  virtual llvm::Error modelKVTraffic(bool enable);
-  virtual llvm::Expected<KVTraffic> kvTraffic() const;
+  virtual Error modelKVTraffic(bool enable);
+  virtual Expected<KVTraffic> kvTraffic() const;
   /// The emu's LDS hazard checks and lane schedule (mla_emu_check_hazards,
   /// mla_emu_schedule_seed); only the emu backend has them.
-  virtual llvm::Error checkHazards(bool enable);
-  virtual llvm::Error scheduleSeed(uint64_t seed);
+  virtual Error checkHazards(bool enable);
+  virtual Error scheduleSeed(uint64_t seed);
 
   // Device memory; host memory unless overridden.
-  virtual llvm::Error allocate(size_t bytes, void **ptr);
-  virtual llvm::Error release(void *ptr);
-  virtual llvm::Error copyToDevice(void *dst, const void *src, size_t bytes);
-  virtual llvm::Error copyToHost(void *dst, const void *src, size_t bytes);
-  virtual llvm::Error synchronize(void *stream);
+  virtual Error allocate(size_t bytes, void **ptr);
+  virtual Error release(void *ptr);
+  virtual Error copyToDevice(void *dst, const void *src, size_t bytes);
+  virtual Error copyToHost(void *dst, const void *src, size_t bytes);
+  virtual Error synchronize(void *stream);
 };
 
-std::unique_ptr<Backend> createEmuBackend();
-std::unique_ptr<Backend> createCpuBackend();
 /// Loads the HIP library and opens GPU `device`; BackendUnavailable when
 /// there is no library or no such device.
-llvm::Expected<std::unique_ptr<Backend>> createHipBackend(int device);
+Expected<std::unique_ptr<Backend>> createHipBackend(int device);
+
+/// The JIT backends (libMLARuntimeJit).
+enum class JitBackendKind { Emu, Cpu };
+/// Loads libMLARuntimeJit (next to libMLARuntime, or $MLA_JIT_LIBRARY) and
+/// creates a backend; BackendUnavailable when the library is not installed.
+Expected<std::unique_ptr<Backend>> createJitBackend(JitBackendKind kind);
+
+/// What libMLARuntimeJit exports: `extern "C" Backend *<kJitEntryPoint>(int
+/// kind, int abiVersion)`, a new backend or null when the versions differ.
+constexpr const char *kJitEntryPoint = "mla_jit_backend_create";
+/// Bumped whenever Backend, LoadedKernel, LaunchBuffers or Artifact change
+/// layout: the runtime and the JIT library are built together.
+constexpr int kJitAbiVersion = 1;
 
 } // namespace mla::rt
 

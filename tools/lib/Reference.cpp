@@ -1,6 +1,6 @@
 //===- Reference.cpp - float64 reference of mla.decode --------------------===//
 
-#include "mla/Runtime/Reference.h"
+#include "mla/Tools/Reference.h"
 #include "mla/Runtime/Numerics.h"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 //===- Problem.cpp - generating, reading and validating decode inputs -----===//
 
-#include "mla/Runtime/Problem.h"
-#include "mla/Runtime/Npy.h"
+#include "mla/Tools/Problem.h"
+#include "mla/Tools/Npy.h"
 #include "mla/Runtime/Numerics.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -13,28 +13,6 @@
 #include <random>
 
 using namespace mla;
-
-const char *mla::formatName(CacheFormat format) {
-  switch (format) {
-  case CacheFormat::BF16:
-    return "bf16";
-  case CacheFormat::FP8:
-    return "fp8";
-  case CacheFormat::MXFP4:
-    return "mxfp4";
-  }
-  return "?";
-}
-
-std::optional<CacheFormat> mla::parseFormat(const std::string &name) {
-  if (name == "bf16")
-    return CacheFormat::BF16;
-  if (name == "fp8")
-    return CacheFormat::FP8;
-  if (name == "mxfp4")
-    return CacheFormat::MXFP4;
-  return std::nullopt;
-}
 
 int64_t DecodeProblem::rowBytes() const {
   switch (format) {

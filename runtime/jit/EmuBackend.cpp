@@ -11,19 +11,21 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
+#include "JitBackends.h"
 
+#include "mla/Compiler/Embedding.h"
 #include "mla/Emu/CacheTraffic.h"
 #include "mla/Emu/Runtime.h"
-#include "mla/Runtime/JitSupport.h"
-#include "mla/Runtime/Status.h"
+#include "mla/Jit/JitSupport.h"
+#include "mla/Runtime/Backend.h"
+#include "mla/Support/StatusError.h"
 #include "mla/Target/KnownTargets.h"
+#include "mla/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mla/Transforms/Passes.h"
 
 #include <atomic>
 #include <mutex>
@@ -89,15 +91,15 @@ public:
   EmuKernel(TrafficTotals &traffic, const EmuSettings &settings)
       : traffic(traffic), settings(settings) {}
   llvm::Error init(const Artifact &artifact);
-  llvm::Error launch(const LaunchBuffers &buffers, void *stream) override;
+  rt::Error launch(const LaunchBuffers &buffers, void *stream) override;
 
 private:
-  llvm::Error run(LaneKernel &kernel, const LaunchBuffers &buffers,
-                  emu::CacheReadTracker *tracker);
+  rt::Error run(LaneKernel &kernel, const LaunchBuffers &buffers,
+                emu::CacheReadTracker *tracker);
   /// The cache buffers' bytes: kv, and mxfp4's block scales (the only
   /// buffers the partial kernel DMAs from).
-  llvm::Error trackCache(const LaunchBuffers &buffers,
-                         emu::CacheReadTracker &tracker);
+  rt::Error trackCache(const LaunchBuffers &buffers,
+                       emu::CacheReadTracker &tracker);
 
   TrafficTotals &traffic;
   const EmuSettings &settings;
@@ -176,14 +178,14 @@ llvm::Error EmuKernel::init(const Artifact &artifact) {
   return llvm::Error::success();
 }
 
-llvm::Error EmuKernel::trackCache(const LaunchBuffers &buffers,
-                                  emu::CacheReadTracker &tracker) {
+rt::Error EmuKernel::trackCache(const LaunchBuffers &buffers,
+                                emu::CacheReadTracker &tracker) {
   for (const ArtifactKernelArg &arg : partial.desc.args) {
-    bool isCache = arg.name == "kv" ||
-                   (arg.name == "kv_scale" && format == CacheFormat::MXFP4);
+    bool isCache = arg.name == arg::kKV ||
+                   (arg.name == arg::kKVScale && format == CacheFormat::MXFP4);
     if (!isCache)
       continue;
-    int64_t bytes = arg.name == "kv" && format == CacheFormat::BF16 ? 2 : 1;
+    int64_t bytes = arg.name == arg::kKV && format == CacheFormat::BF16 ? 2 : 1;
     for (const std::string &d : arg.dims) {
       auto size = buffers.resolve(d);
       if (!size)
@@ -195,11 +197,11 @@ llvm::Error EmuKernel::trackCache(const LaunchBuffers &buffers,
       return ptr.takeError();
     tracker.addRange(arg.name, *ptr, bytes);
   }
-  return llvm::Error::success();
+  return rt::Error::success();
 }
 
-llvm::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers,
-                           emu::CacheReadTracker *tracker) {
+rt::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers,
+                         emu::CacheReadTracker *tracker) {
   // Descriptors of the arguments, then private workgroup memory: this
   // launch's own, so concurrent launches never share it.
   std::vector<std::vector<int64_t>> descriptors;
@@ -258,25 +260,24 @@ llvm::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers,
           tracker->setWorkgroup(x + grid[0] * (y + grid[1] * z));
         auto lane = [&](int64_t ctx) { emu::callLane(kernel.fn, words, ctx); };
         if (llvm::Error err = runner.run({x, y, z}, lane, options))
-          return statusError(Status::LaunchFailed,
-                             "emu: kernel " + kernel.desc.name + " failed: " +
-                                 llvm::toString(std::move(err)));
+          return rt::fail(Status::LaunchFailed, "emu: kernel ",
+                          kernel.desc.name, " failed: ",
+                          llvm::toString(std::move(err)));
         if (tracker && tracker->outOfBounds())
-          return statusError(Status::LaunchFailed,
-                             "emu: kernel " + kernel.desc.name + ": " +
-                                 *tracker->outOfBounds());
+          return rt::fail(Status::LaunchFailed, "emu: kernel ",
+                          kernel.desc.name, ": ", *tracker->outOfBounds());
       }
-  return llvm::Error::success();
+  return rt::Error::success();
 }
 
-llvm::Error EmuKernel::launch(const LaunchBuffers &buffers, void *) {
+rt::Error EmuKernel::launch(const LaunchBuffers &buffers, void *) {
   bool modelTraffic = traffic.isEnabled();
   int xcds = std::max(1, target->xcds);
   emu::CacheReadTracker tracker(xcds, std::max(1, target->computeUnits / xcds),
                                 modelTraffic);
-  if (llvm::Error err = trackCache(buffers, tracker))
+  if (rt::Error err = trackCache(buffers, tracker))
     return err;
-  if (llvm::Error err = run(partial, buffers, &tracker))
+  if (rt::Error err = run(partial, buffers, &tracker))
     return err;
   if (modelTraffic)
     traffic.add(tracker.result());
@@ -286,36 +287,35 @@ llvm::Error EmuKernel::launch(const LaunchBuffers &buffers, void *) {
 class EmuBackend : public Backend {
 public:
   std::string arch() const override { return emulatedArch().arch.str(); }
-  llvm::Expected<std::unique_ptr<LoadedKernel>>
+  rt::Expected<std::unique_ptr<LoadedKernel>>
   load(const Artifact &artifact) override {
     if (artifact.chip != arch())
-      return statusError(Status::TargetMismatch,
-                         "the artifact is built for " + artifact.chip +
-                             "; the emu backend runs " + arch() + " kernels");
+      return rt::fail(Status::TargetMismatch, "the artifact is built for ",
+                      artifact.chip, "; the emu backend runs ", arch(),
+                      " kernels");
     if (artifact.emuModule.empty())
-      return statusError(Status::BackendUnavailable,
-                         "the artifact has no emu form (compiled without "
-                         "it); recompile it with the emu form or use the cpu "
-                         "backend");
+      return rt::fail(Status::BackendUnavailable,
+                      "the artifact has no emu form (compiled without it); "
+                      "recompile it with the emu form or use the cpu backend");
     auto kernel = std::make_unique<EmuKernel>(traffic, settings);
     if (llvm::Error err = kernel->init(artifact))
-      return std::move(err);
+      return toRuntimeError(std::move(err));
     return std::unique_ptr<LoadedKernel>(std::move(kernel));
   }
-  llvm::Error modelKVTraffic(bool enable) override {
+  rt::Error modelKVTraffic(bool enable) override {
     traffic.enable(enable);
-    return llvm::Error::success();
+    return rt::Error::success();
   }
-  llvm::Expected<KVTraffic> kvTraffic() const override {
+  rt::Expected<KVTraffic> kvTraffic() const override {
     return traffic.get();
   }
-  llvm::Error checkHazards(bool enable) override {
+  rt::Error checkHazards(bool enable) override {
     settings.checkHazards = enable;
-    return llvm::Error::success();
+    return rt::Error::success();
   }
-  llvm::Error scheduleSeed(uint64_t seed) override {
+  rt::Error scheduleSeed(uint64_t seed) override {
     settings.scheduleSeed = seed;
-    return llvm::Error::success();
+    return rt::Error::success();
   }
 
 private:
@@ -324,6 +324,6 @@ private:
 };
 } // namespace
 
-std::unique_ptr<Backend> mla::rt::createEmuBackend() {
+std::unique_ptr<Backend> mla::jit::createEmuBackend() {
   return std::make_unique<EmuBackend>();
 }

@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MLA_RUNTIME_REFERENCE_H
-#define MLA_RUNTIME_REFERENCE_H
+#ifndef MLA_TOOLS_REFERENCE_H
+#define MLA_TOOLS_REFERENCE_H
 
-#include "mla/Runtime/Problem.h"
+#include "mla/Tools/Problem.h"
 
 #include <vector>
 
@@ -51,4 +51,4 @@ ErrorReport compareWithReference(const ReferenceResult &ref,
 
 } // namespace mla
 
-#endif // MLA_RUNTIME_REFERENCE_H
+#endif // MLA_TOOLS_REFERENCE_H

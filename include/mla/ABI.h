@@ -1,0 +1,85 @@
+//===- ABI.h - the facts the compiler and the runtime share -----*- C++ -*-===//
+//
+// The compiler writes artifacts and kernels; the runtime reads the one and
+// launches the other. Everything both sides must agree on — the cache
+// formats' names, the query-token bound of the partial buffers, the kernel
+// argument names, the size symbols of the launch metadata and the artifact
+// container's names and version — is defined here once. Plain C++17: the
+// runtime that includes it carries no LLVM or MLIR (docs/runtime.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_ABI_H
+#define MLA_ABI_H
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace mla {
+
+/// The KV cache formats (docs/abi.md).
+enum class CacheFormat { BF16, FP8, MXFP4 };
+
+/// "bf16", "fp8", "mxfp4": the names in manifests, tools and the op.
+inline const char *formatName(CacheFormat format) {
+  switch (format) {
+  case CacheFormat::BF16:
+    return "bf16";
+  case CacheFormat::FP8:
+    return "fp8";
+  case CacheFormat::MXFP4:
+    return "mxfp4";
+  }
+  return "?";
+}
+
+inline std::optional<CacheFormat> parseFormat(std::string_view name) {
+  for (CacheFormat f : {CacheFormat::BF16, CacheFormat::FP8, CacheFormat::MXFP4})
+    if (name == formatName(f))
+      return f;
+  return std::nullopt;
+}
+
+/// Most query tokens one sequence may have (the partial results' 2nd dim).
+constexpr int64_t kMaxQueryTokens = 4;
+
+/// The kernel arguments, by the names the launch metadata binds them with.
+namespace arg {
+constexpr std::string_view kQ = "q";
+constexpr std::string_view kKV = "kv";
+constexpr std::string_view kKVScale = "kv_scale";
+constexpr std::string_view kQoIndptr = "qo_indptr";
+constexpr std::string_view kKVIndptr = "kv_indptr";
+constexpr std::string_view kWorkItems = "work_items";
+constexpr std::string_view kItemIndptr = "item_indptr";
+constexpr std::string_view kOut = "out";
+constexpr std::string_view kLse = "lse";
+constexpr std::string_view kPartialOut = "partial_out";
+constexpr std::string_view kPartialLse = "partial_lse";
+} // namespace arg
+
+/// Size symbols a kernel argument's dims and a kernel's grid may use; the
+/// runtime substitutes them from the plan at launch.
+namespace dim {
+constexpr std::string_view kTokens = "num_tokens";
+constexpr std::string_view kKVRows = "num_kv_rows";
+constexpr std::string_view kSeqsPlusOne = "num_seqs+1";
+constexpr std::string_view kSequences = "num_sequences";
+constexpr std::string_view kWorkItems = "num_work_items";
+} // namespace dim
+
+/// The artifact container (docs/artifact.md).
+namespace artifact {
+/// The format version this release writes and reads.
+constexpr int64_t kVersion = 1;
+constexpr std::string_view kFormatName = "mla-decode-artifact";
+constexpr std::string_view kManifest = "manifest.json";
+constexpr std::string_view kHsaco = "kernels.hsaco";
+constexpr std::string_view kEmuModule = "kernels.emu.mlir";
+constexpr std::string_view kCpuModule = "decode.cpu.mlir";
+} // namespace artifact
+
+} // namespace mla
+
+#endif // MLA_ABI_H
