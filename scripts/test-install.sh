@@ -20,6 +20,25 @@ cc -std=c99 -Wall -Wextra -Werror "$src/examples/c-api/decode_emu.c" \
 echo "== examples/c-api"
 "$tmp/decode_emu" "$tmp/decode_fp8.mla"
 
+# The runtime loads no compiler: its NEEDED entries name no LLVM or MLIR,
+# and without libMLARuntimeJit in the prefix an emu context is refused with
+# a clear status instead of failing to load the program.
+if readelf -d "$prefix/lib/libMLARuntime.so" | grep NEEDED | grep -Ei 'llvm|mlir'; then
+  echo "libMLARuntime.so needs LLVM or MLIR" >&2
+  exit 1
+fi
+mv "$prefix/lib/libMLARuntimeJit.so" "$tmp/"
+if "$tmp/decode_emu" "$tmp/decode_fp8.mla" 2> "$tmp/nojit.txt"; then
+  echo "decode_emu ran without libMLARuntimeJit" >&2
+  exit 1
+fi
+grep -q "MLA_ERROR_BACKEND_UNAVAILABLE: .*libMLARuntimeJit.so, which is not installed" "$tmp/nojit.txt" || {
+  cat "$tmp/nojit.txt" >&2
+  exit 1
+}
+mv "$tmp/libMLARuntimeJit.so" "$prefix/lib/"
+echo "== examples/c-api without libMLARuntimeJit: MLA_ERROR_BACKEND_UNAVAILABLE"
+
 echo "== examples/embed"
 cmake -S "$src/examples/embed" -B "$tmp/embed" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
