@@ -247,7 +247,7 @@ TEST(Runtime, WrongVersion) {
 TEST(Runtime, WrongTarget) {
   // Built for the host: the reference form only, which emu cannot run.
   KernelSignature sig{CacheFormat::FP8, 16, 576, 512};
-  sig.target = "host";
+  sig.config.target = "host";
   std::string bytes = compile(sig);
   ContextGuard g;
   mla_kernel kernel = nullptr;

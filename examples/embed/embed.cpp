@@ -87,9 +87,9 @@ int main(int argc, char **argv) {
 
   // Our pass manager, with the gfx950 pipeline in it.
   PassManager pm(&ctx);
-  mla::DecodeToGFX950PipelineOptions options;
+  mla::DecodePipelineOptions options;
   options.target = "gfx950";
-  mla::buildGFX950Pipeline(pm, options);
+  mla::buildDecodeToGFX950Pipeline(pm, options);
   if (failed(pm.run(*module)))
     return 1;
 

@@ -44,6 +44,9 @@ inline std::optional<CacheFormat> parseFormat(std::string_view name) {
 /// Most query tokens one sequence may have (the partial results' 2nd dim).
 constexpr int64_t kMaxQueryTokens = 4;
 
+/// Most work items of one sequence: the combine kernel's fan-in.
+constexpr int64_t kMaxSplitsPerSeq = 64;
+
 /// The kernel arguments, by the names the launch metadata binds them with.
 namespace arg {
 constexpr std::string_view kQ = "q";

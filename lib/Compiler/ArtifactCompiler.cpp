@@ -156,10 +156,8 @@ llvm::Expected<CodeObject> compileHostModule(mlir::PassManager &pm,
       source, pm.getContext(), "mla_decode_host");
   if (!module)
     return compileError("the host module does not parse: " + diagnostics);
-  DecodeToGFX950PipelineOptions options;
-  options.target = sig.target;
-  options.splits = sig.splits;
-  options.headsPerWorkgroup = sig.headsPerWorkgroup;
+  DecodePipelineOptions options = sig.config;
+  options.stopAt = GFX950Level::ROCDL;
   buildDecodeToGFX950Pipeline(pm, options);
   if (mlir::failed(pm.run(*module)))
     return compileError(diagnostics);
@@ -192,9 +190,10 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
   a.qkDim = sig.qkDim;
   a.vDim = sig.vDim;
   a.smScale = sig.smScale;
-  a.forcedSplits = sig.splits > 0 ? sig.splits : 0;
+  a.forcedSplits = sig.config.splits > 0 ? int64_t(sig.config.splits) : 0;
   a.cpuPipeline = sig.pipeline == HostPipeline::Split ? "split" : "decompose";
-  a.cpuKVTile = sig.kvTile;
+  a.cpuKVTile = sig.pipeline == HostPipeline::Split ? int64_t(sig.config.kvTile)
+                                                   : 0;
   a.cpuModule = buildHostModuleSource(sig);
 
   mlir::MLIRContext ctx;
@@ -222,13 +221,7 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
     if (!module)
       return compileError("the host module does not parse: " + diagnostics);
     mlir::PassManager pm(&ctx);
-    MLASelectConfigPassOptions config;
-    config.targetName = sig.target;
-    config.splits = sig.splits;
-    config.headsPerWorkgroup = sig.headsPerWorkgroup;
-    if (sig.pipeline == HostPipeline::Split)
-      config.kvTile = sig.kvTile;
-    pm.addPass(createMLASelectConfigPass(config));
+    pm.addPass(createMLASelectConfigPass(selectConfigOptions(sig.config)));
     if (mlir::failed(pm.run(*module)))
       return statusError(Status::InvalidArgument, diagnostics);
     if (forms.printIR) {
@@ -236,11 +229,7 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
       auto lowered = parse();
       auto reference = makePassManager();
       if (sig.pipeline == HostPipeline::Split) {
-        DecodeSplitToCPUPipelineOptions options;
-        options.target = sig.target;
-        options.kvTile = sig.kvTile;
-        options.splits = sig.splits;
-        buildDecodeSplitToCPUPipeline(*reference, options);
+        buildDecodeSplitToCPUPipeline(*reference, sig.config);
       } else {
         buildDecodeToCPUPipeline(*reference, DecodeToCPUPipelineOptions());
       }
@@ -255,9 +244,9 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
     });
   }
   // mla-select-config accepted the target name.
-  const TargetInfo *target = lookupTarget(sig.target);
+  const TargetInfo *target = lookupTarget(sig.config.target);
   if (!target)
-    return compileError("unknown target '" + sig.target + "'");
+    return compileError("unknown target '" + sig.config.target + "'");
   a.chip = target->arch->arch.str();
   a.computeUnits = target->computeUnits;
   // The emu runs only the architecture it models.
@@ -271,13 +260,7 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
     return compileError("the host module does not parse: " + diagnostics);
   {
     auto pm = makePassManager();
-    DecodeToEmuPipelineOptions options;
-    options.target = sig.target;
-    options.splits = sig.splits;
-    options.headsPerWorkgroup = sig.headsPerWorkgroup;
-    options.testCorruptLayout = sig.testCorruptLayout;
-    options.testHazard = sig.testHazard;
-    buildDecodeToEmuKernelsPipeline(*pm, options);
+    buildDecodeToEmuKernelsPipeline(*pm, sig.config);
     if (mlir::failed(pm->run(*emuModule)))
       return compileError(diagnostics);
     if (emuForm) {

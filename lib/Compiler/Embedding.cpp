@@ -25,19 +25,6 @@ void mla::prepareContext(mlir::MLIRContext &context) {
   context.loadAllAvailableDialects();
 }
 
-void mla::registerPasses() {
-  static bool registered = [] {
-    registerMLAPassesAndPipelines();
-    return true;
-  }();
-  (void)registered;
-}
-
-void mla::buildGFX950Pipeline(mlir::OpPassManager &pm,
-                              const DecodeToGFX950PipelineOptions &options) {
-  buildDecodeToGFX950Pipeline(pm, options);
-}
-
 mlir::FailureOr<CodeObject> mla::translateToCodeObject(mlir::ModuleOp module) {
   auto codeObject = compileCodeObject(module);
   if (!codeObject) {
@@ -49,15 +36,14 @@ mlir::FailureOr<CodeObject> mla::translateToCodeObject(mlir::ModuleOp module) {
 }
 
 mlir::FailureOr<std::string>
-mla::compileDecodeArtifact(DecodeOp op, llvm::StringRef target, int64_t splits) {
+mla::compileDecodeArtifact(DecodeOp op, const DecodePipelineOptions &options) {
   auto sig = signatureOf(op);
   if (!sig) {
     std::string message;
     takeStatus(sig.takeError(), message);
     return op.emitOpError(message);
   }
-  sig->target = target.str();
-  sig->splits = splits;
+  sig->config = options;
   auto artifact = compileArtifact(*sig);
   if (!artifact) {
     std::string message;

@@ -61,13 +61,21 @@ void mla::buildDecodeToCPUPipeline(OpPassManager &pm,
   addHostLoweringPasses(pm);
 }
 
-void mla::buildDecodeSplitToCPUPipeline(
-    OpPassManager &pm, const DecodeSplitToCPUPipelineOptions &options) {
+mla::MLASelectConfigPassOptions
+mla::selectConfigOptions(const DecodePipelineOptions &options) {
   MLASelectConfigPassOptions config;
   config.targetName = options.target;
-  config.kvTile = options.kvTile;
   config.splits = options.splits;
-  pm.addPass(createMLASelectConfigPass(config));
+  config.kvTile = options.kvTile;
+  config.headsPerWorkgroup = options.headsPerWorkgroup;
+  config.wavesPerWorkgroup = options.wavesPerWorkgroup;
+  config.pipelineStages = options.pipelineStages;
+  return config;
+}
+
+void mla::buildDecodeSplitToCPUPipeline(OpPassManager &pm,
+                                        const DecodePipelineOptions &options) {
+  pm.addPass(createMLASelectConfigPass(selectConfigOptions(options)));
   pm.addPass(createMLASplitKVPass());
   pm.addPass(createMLATilePass());
   pm.addPass(createMLALowerCombinePass());
@@ -81,31 +89,40 @@ static std::string chipsetOf(StringRef target) {
   return info ? info->arch->arch.str() : target.str();
 }
 
+static mla::MLAToGPUPassOptions
+toGPUOptions(const mla::DecodePipelineOptions &options) {
+  mla::MLAToGPUPassOptions toGPU;
+  toGPU.testHazard = options.testHazard;
+  return toGPU;
+}
+
+/// `chipset` empty: fp8 conversions stay arith ops (the emu models them).
+static mla::MLALowerToMFMAPassOptions
+mfmaOptions(const mla::DecodePipelineOptions &options, std::string chipset) {
+  mla::MLALowerToMFMAPassOptions mfma;
+  mfma.chipset = std::move(chipset);
+  mfma.testCorruptLayout = options.testCorruptLayout;
+  return mfma;
+}
+
 void mla::buildDecodeToGFX950Pipeline(
-    OpPassManager &pm, const DecodeToGFX950PipelineOptions &options) {
+    OpPassManager &pm, const DecodePipelineOptions &options) {
   GFX950Level stopAt = options.stopAt;
-  MLASelectConfigPassOptions config;
-  config.targetName = options.target;
-  config.splits = options.splits;
-  config.kvTile = options.kvTile;
-  config.pipelineStages = options.pipelineStages;
-  config.headsPerWorkgroup = options.headsPerWorkgroup;
-  pm.addPass(createMLASelectConfigPass(config));
+  pm.addPass(createMLASelectConfigPass(selectConfigOptions(options)));
   if (stopAt == GFX950Level::Config)
     return;
   pm.addPass(createMLASplitKVPass());
   if (stopAt == GFX950Level::Split)
     return;
-  pm.addPass(createMLAToGPUPass());
+  pm.addPass(createMLAToGPUPass(toGPUOptions(options)));
   if (stopAt == GFX950Level::Kernels)
     return;
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   // The MFMA pass also lowers the fp8 conversions to the packed gfx950
   // instructions (after the fragments exist, so it sees the tile-level
   // widening of an fp8 operand).
-  MLALowerToMFMAPassOptions mfma;
-  mfma.chipset = chipsetOf(options.target);
-  device.addPass(createMLALowerToMFMAPass(mfma));
+  device.addPass(createMLALowerToMFMAPass(
+      mfmaOptions(options, chipsetOf(options.target))));
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
   if (stopAt == GFX950Level::MFMA)
@@ -119,50 +136,51 @@ void mla::buildDecodeToGFX950Pipeline(
 }
 
 void mla::buildDecodeToEmuKernelsPipeline(
-    OpPassManager &pm, const DecodeToEmuPipelineOptions &options) {
-  MLASelectConfigPassOptions config;
-  config.targetName = options.target;
-  config.splits = options.splits;
-  config.headsPerWorkgroup = options.headsPerWorkgroup;
-  pm.addPass(createMLASelectConfigPass(config));
+    OpPassManager &pm, const DecodePipelineOptions &options) {
+  pm.addPass(createMLASelectConfigPass(selectConfigOptions(options)));
   pm.addPass(createMLASplitKVPass());
-  MLAToGPUPassOptions toGPU;
-  toGPU.testHazard = options.testHazard;
-  pm.addPass(createMLAToGPUPass(toGPU));
+  pm.addPass(createMLAToGPUPass(toGPUOptions(options)));
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
-  MLALowerToMFMAPassOptions mfma;
-  mfma.testCorruptLayout = options.testCorruptLayout;
-  device.addPass(createMLALowerToMFMAPass(mfma));
+  device.addPass(createMLALowerToMFMAPass(mfmaOptions(options, "")));
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
   pm.addPass(createMLAGPUToEmuPass());
 }
 
 void mla::buildDecodeToEmuPipeline(OpPassManager &pm,
-                                   const DecodeToEmuPipelineOptions &options) {
+                                   const DecodePipelineOptions &options) {
   buildDecodeToEmuKernelsPipeline(pm, options);
   addHostLoweringPasses(pm);
 }
 
-void mla::registerMLAPassesAndPipelines() {
+static void registerAll() {
+  using namespace mla;
   registerMLAPasses();
   PassPipelineRegistration<DecodeToCPUPipelineOptions>(
       "mla-decode-to-cpu",
       "Lower mla.decode to the LLVM dialect for the host (the cpu backend)",
       buildDecodeToCPUPipeline);
-  PassPipelineRegistration<DecodeSplitToCPUPipelineOptions>(
+  PassPipelineRegistration<DecodePipelineOptions>(
       "mla-decode-split-to-cpu",
       "Lower mla.decode through config, split-KV, KV tiles with online softmax "
       "and combine to the LLVM dialect for the host",
       buildDecodeSplitToCPUPipeline);
-  PassPipelineRegistration<DecodeToGFX950PipelineOptions>(
+  PassPipelineRegistration<DecodePipelineOptions>(
       "mla-decode-to-gfx950",
       "Lower mla.decode to gfx950 kernels at the ROCDL level (config, split-KV, "
       "kernels, FP8 MFMA, ROCDL); compile them with mla-translate",
       buildDecodeToGFX950Pipeline);
-  PassPipelineRegistration<DecodeToEmuPipelineOptions>(
+  PassPipelineRegistration<DecodePipelineOptions>(
       "mla-decode-to-emu",
       "Lower mla.decode to the gfx950 kernels at the MFMA level and turn them "
       "into host lane functions for the emu backend (LLVM dialect)",
       buildDecodeToEmuPipeline);
+}
+
+void mla::registerMLAPassesAndPipelines() {
+  static bool registered = [] {
+    registerAll();
+    return true;
+  }();
+  (void)registered;
 }

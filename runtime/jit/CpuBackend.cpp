@@ -111,7 +111,7 @@ llvm::Error CpuKernel::init(const Artifact &a) {
                        "parse: " + diagnostics);
   mlir::PassManager pm(&context);
   if (a.cpuPipeline == "split") {
-    DecodeSplitToCPUPipelineOptions options;
+    DecodePipelineOptions options;
     options.target = a.chip;
     options.kvTile = a.cpuKVTile;
     options.splits = a.forcedSplits > 0 ? a.forcedSplits : -1;

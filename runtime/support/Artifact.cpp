@@ -416,7 +416,8 @@ rt::Expected<Artifact> mla::parseArtifact(std::string_view bytes) {
     return invalid("unknown kv_format '", kvFormat, "'");
   a.format = *parsedFormat;
   if (a.numHeads <= 0 || a.qkDim <= 0 || a.vDim <= 0 || a.vDim > a.qkDim ||
-      a.computeUnits <= 0 || a.forcedSplits < 0 || !(a.smScale >= 0.0))
+      a.computeUnits <= 0 || a.forcedSplits < 0 ||
+      a.forcedSplits > kMaxSplitsPerSeq || !(a.smScale >= 0.0))
     return invalid("the manifest's sizes are out of range");
   if (a.cpuPipeline != "decompose" && a.cpuPipeline != "split")
     return invalid("unknown cpu pipeline '", a.cpuPipeline, "'");

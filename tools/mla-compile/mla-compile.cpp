@@ -9,6 +9,7 @@
 
 #include "mla/Support/Version.h"
 #include "mla/Compiler/ArtifactCompiler.h"
+#include "mla/Compiler/ConfigFlags.h"
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Compiler/Embedding.h"
 #include "mla/Support/StatusError.h"
@@ -30,17 +31,7 @@ static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<input.mlir>"),
 static cl::opt<std::string> outputPath("o", cl::desc("Output artifact"),
                                        cl::value_desc("FILE"), cl::Required,
                                        cl::cat(category));
-static cl::opt<std::string> target("target", cl::desc("Chip: gfx950 (= mi355x)"),
-                                   cl::init(mla::defaultTargetName().str()), cl::cat(category));
-static cl::opt<int64_t> splits("splits",
-                               cl::desc("Work items per sequence (default: the "
-                                        "balanced planner)"),
-                               cl::init(-1), cl::cat(category));
-static cl::opt<int64_t> headsPerWorkgroup(
-    "heads-per-workgroup",
-    cl::desc("Heads of the block a workgroup's query rows come from "
-             "(default: all H)"),
-    cl::init(0), cl::cat(category));
+static ConfigFlags config(category);
 static cl::opt<bool> noEmu("no-emu", cl::desc("Leave out the emu form"),
                            cl::cat(category));
 static cl::opt<bool> noGFX950("no-gfx950",
@@ -59,8 +50,6 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "mla-compile: compile one mla.decode into a runtime artifact\n");
-  if (splits != -1 && splits < 1)
-    return fail("--splits must be at least 1");
 
   mlir::MLIRContext context;
   prepareContext(context);
@@ -89,9 +78,7 @@ int main(int argc, char **argv) {
     op.emitOpError(message);
     return 1;
   }
-  sig->target = target;
-  sig->splits = splits;
-  sig->headsPerWorkgroup = headsPerWorkgroup;
+  sig->config = config.options();
 
   ArtifactForms forms;
   forms.emu = !noEmu;

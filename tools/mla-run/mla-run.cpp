@@ -9,17 +9,21 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mla/Support/Version.h"
+#include "mla/runtime.h"
+
 #include "mla/Compiler/ArtifactCompiler.h"
-#include "mla/Tools/Npy.h"
+#include "mla/Compiler/ConfigFlags.h"
+#include "mla/Runtime/Artifact.h"
 #include "mla/Runtime/Numerics.h"
+#include "mla/Support/Version.h"
+#include "mla/Target/KnownTargets.h"
+#include "mla/Tools/Npy.h"
 #include "mla/Tools/Problem.h"
 #include "mla/Tools/Reference.h"
-#include "mla/Target/KnownTargets.h"
-#include "mla/runtime.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -75,22 +79,9 @@ static cl::opt<std::string> pipeline(
     cl::desc("cpu pipeline: decompose (whole-sequence softmax) or split "
              "(planned split-KV, KV tiles with online softmax, combine)"),
     cl::init("decompose"), cl::cat(category));
-static cl::opt<int64_t> splitsOpt("splits",
-                                  cl::desc("Split pipeline: N work items per sequence "
-                                           "(default: the balanced planner)"),
-                                  cl::init(-1), cl::cat(category));
-static cl::opt<int64_t> kvTileOpt("kv-tile",
-                                  cl::desc("Split pipeline: KV tile rows (default: the config's)"),
-                                  cl::init(0), cl::cat(category));
-static cl::opt<int64_t> headsPerWorkgroupOpt(
-    "heads-per-workgroup",
-    cl::desc("emu, hip: heads of the block a workgroup's query rows come "
-             "from (default: all H)"),
-    cl::init(0), cl::cat(category));
-static cl::opt<std::string> targetOpt("target",
-                                      cl::desc("Chip the kernels and work lists are for (split "
-                                               "pipeline, emu, hip)"),
-                                      cl::init(mla::defaultTargetName().str()), cl::cat(category));
+// The decode's configuration: the split pipeline, emu and hip compile with
+// it (the flags of mla-compile and mla-opt's pipeline options).
+static ConfigFlags config(category);
 static cl::opt<std::string> outPath("out", cl::desc("Write the output (float32 [T, H, Dv])"),
                                     cl::value_desc("OUT.npy"), cl::cat(category));
 static cl::opt<std::string> lsePath("lse", cl::desc("Write the lse (float32 [T, H])"),
@@ -228,6 +219,12 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
               "; the inputs are H=" + llvm::Twine(p.numHeads) + " Dqk=" +
               llvm::Twine(p.qkDim) + " Dv=" + llvm::Twine(p.vDim) + " " +
               formatName(p.format));
+    if (info.sm_scale != static_cast<float>(p.effectiveSmScale()))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "the artifact's softmax scale is " +
+              llvm::formatv("{0}", info.sm_scale) + "; --sm-scale asks for " +
+              llvm::formatv("{0}", p.effectiveSmScale()));
   } else {
     ArtifactForms forms;
     forms.gfx950 = kind == MLA_BACKEND_HIP;
@@ -381,39 +378,62 @@ int main(int argc, char **argv) {
     return fail("unknown --pipeline '" + pipeline + "' (decompose or split)");
   bool split = pipeline == "split";
   bool emu = backend == "emu" || backend == "hip"; // the gfx950 kernels
-  if (!split && !emu && (splitsOpt != -1 || kvTileOpt != 0))
-    return fail("--splits and --kv-tile need --pipeline split");
-  if (emu && (kvTileOpt != 0 || split))
-    return fail("the " + backend + " backend runs the gfx950 pipeline: it "
-                "takes --splits, not --pipeline or --kv-tile");
-  if (!emu && headsPerWorkgroupOpt != 0)
-    return fail("--heads-per-workgroup configures the gfx950 kernels (emu, "
-                "hip backends)");
+  if (!split && !emu && config.anyGiven())
+    return fail("the configuration flags (--target, --splits, --kv-tile, "
+                "...) configure the split pipeline (--pipeline split) or the "
+                "gfx950 kernels (emu, hip); the decomposition has none");
+  if (emu && split)
+    return fail("the " + backend + " backend runs the gfx950 pipeline; "
+                "--pipeline chooses the cpu backend's");
   if (!artifactPath.empty() &&
-      (split || splitsOpt != -1 || kvTileOpt != 0 || testCorruptLayout ||
-       !testEmuHazard.empty() || dumpIR || headsPerWorkgroupOpt != 0))
-    return fail("--artifact runs a compiled artifact: --pipeline, --splits, "
-                "--kv-tile, --heads-per-workgroup and --dump-ir belong to "
-                "mla-compile; --test-corrupt-mfma-layout and --test-emu-hazard "
-                "build the kernels in memory");
-  if (split && splitsOpt != -1 && splitsOpt < 1)
-    return fail("--splits must be at least 1, got " + llvm::Twine(splitsOpt));
+      (split || config.anyGiven() || testCorruptLayout ||
+       !testEmuHazard.empty() || dumpIR))
+    return fail("--artifact runs a compiled artifact: --pipeline, the "
+                "configuration flags and --dump-ir belong to mla-compile; "
+                "--test-corrupt-mfma-layout and --test-emu-hazard build the "
+                "kernels in memory");
   if (smScale < 0.0)
     return fail("--sm-scale must be positive");
+
+  // An artifact fixes the decode: its format, heads, widths and softmax
+  // scale are the inputs' unless the flags say otherwise (and then the
+  // runtime checks that they agree).
+  int64_t numHeads = heads, qkWidth = qkDim, vWidth = vDim;
+  double scale = smScale;
+  if (!artifactPath.empty()) {
+    auto artifact = readArtifactFile(artifactPath);
+    if (!artifact) {
+      rt::Error err = artifact.takeError();
+      return fail("loading " + artifactPath + ": " +
+                  mla_status_name(static_cast<mla_status>(err.status())) +
+                  ": " + err.message());
+    }
+    if (!format)
+      format = artifact->format;
+    if (!heads.getNumOccurrences())
+      numHeads = artifact->numHeads;
+    if (!qkDim.getNumOccurrences())
+      qkWidth = artifact->qkDim;
+    if (!vDim.getNumOccurrences())
+      vWidth = artifact->vDim;
+    if (!smScale.getNumOccurrences())
+      scale = artifact->smScale;
+  }
 
   DecodeProblem problem;
   if (generate) {
     if (!format)
-      return fail("--generate needs --format bf16|fp8|mxfp4");
+      return fail("--generate needs --format bf16|fp8|mxfp4 (or an "
+                  "--artifact, whose format it takes)");
     GenerateOptions opts;
     opts.format = *format;
     opts.batch = batch;
     if (!kvLens.empty())
       opts.kvLens.assign(kvLens.begin(), kvLens.end());
     opts.qLen = qLen;
-    opts.numHeads = heads;
-    opts.qkDim = qkDim;
-    opts.vDim = vDim;
+    opts.numHeads = numHeads;
+    opts.qkDim = qkWidth;
+    opts.vDim = vWidth;
     opts.seed = seed;
     opts.qScale = qScale;
     opts.spareRows = spareRows;
@@ -422,12 +442,12 @@ int main(int argc, char **argv) {
       return fail(generated.takeError());
     problem = std::move(*generated);
   } else {
-    auto loaded = loadProblem(inputsDir, format, vDim);
+    auto loaded = loadProblem(inputsDir, format, vWidth);
     if (!loaded)
       return fail(loaded.takeError());
     problem = std::move(*loaded);
   }
-  problem.smScale = smScale;
+  problem.smScale = scale;
   if (llvm::Error err = validateProblem(problem))
     return fail(std::move(err));
   if (!saveInputs.empty())
@@ -435,12 +455,14 @@ int main(int argc, char **argv) {
       return fail(std::move(err));
 
   // The gfx950-style kernels (emu, hip) are named by their architecture.
-  const TargetInfo *kernelTarget = lookupTarget(targetOpt);
+  DecodePipelineOptions options = config.options();
+  const TargetInfo *kernelTarget = lookupTarget(options.target);
   if (!kernelTarget) {
     std::string known;
     for (const TargetInfo &t : knownTargets())
       known += (known.empty() ? "" : ", ") + t.name.str();
-    return fail("unknown target '" + targetOpt + "' (known: " + known + ")");
+    return fail("unknown target '" + options.target + "' (known: " + known +
+                ")");
   }
   std::string kernelArch = kernelTarget->arch->arch.str();
   llvm::outs() << "mla-run: format=" << formatName(problem.format)
@@ -453,19 +475,12 @@ int main(int argc, char **argv) {
 
   KernelSignature sig{problem.format, problem.numHeads, problem.qkDim,
                       problem.vDim, problem.smScale};
-  if (split) {
+  if (split)
     sig.pipeline = HostPipeline::Split;
-    sig.target = targetOpt;
-    sig.kvTile = kvTileOpt;
-    sig.splits = splitsOpt;
-  }
-  if (emu) {
-    sig.target = targetOpt;
-    sig.splits = splitsOpt;
-    sig.headsPerWorkgroup = headsPerWorkgroupOpt;
-    sig.testCorruptLayout = testCorruptLayout;
-    sig.testHazard = testEmuHazard;
-  }
+  if (split || emu)
+    sig.config = options;
+  sig.config.testCorruptLayout = testCorruptLayout;
+  sig.config.testHazard = testEmuHazard;
   auto out = runThroughRuntime(problem, sig);
   if (!out)
     return fail(out.takeError());

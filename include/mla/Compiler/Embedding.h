@@ -1,10 +1,11 @@
 //===- Embedding.h - the mla compiler as a library --------------*- C++ -*-===//
 //
 // What an ML compiler needs to lower mla.decode inside its own IR: register
-// the dialect and passes, build the gfx950 pipeline (with config overrides
-// and a stop-at level) into its own pass manager, and translate the lowered
-// module to a code object and launch description in memory — or compile an
-// mla.decode straight into a runtime artifact. Errors are MLIR diagnostics
+// the dialects, build the gfx950 pipeline (buildDecodeToGFX950Pipeline in
+// mla/Transforms/Passes.h, configured by DecodePipelineOptions) into its own
+// pass manager, and translate the lowered module to a code object and launch
+// description in memory — or compile an mla.decode straight into a runtime
+// artifact. Errors are MLIR diagnostics
 // at the op or module concerned; nothing here exits or prints.
 // docs/embedding.md walks through a consumer.
 //
@@ -33,25 +34,15 @@ void registerDialects(mlir::DialectRegistry &registry);
 /// A context with the dialects of registerDialects loaded.
 void prepareContext(mlir::MLIRContext &context);
 
-/// The mla passes and pipelines in MLIR's global registry, for textual
-/// pipelines (`--mla-decode-to-gfx950=...`). Idempotent.
-void registerPasses();
-
-/// Appends the gfx950 pipeline to `pm` (anchored on builtin.module), from
-/// mla.decode down to `options.stopAt` (default: ROCDL).
-void buildGFX950Pipeline(mlir::OpPassManager &pm,
-                         const DecodeToGFX950PipelineOptions &options);
-
 /// Translates the gpu.module of a module lowered to the ROCDL level into a
 /// code object, in memory.
 mlir::FailureOr<CodeObject> translateToCodeObject(mlir::ModuleOp module);
 
 /// Compiles the configuration of `op` (format, heads, widths, softmax
-/// scale) into runtime artifact bytes with every form the target supports;
-/// `target` and `splits` as in the gfx950 pipeline.
-mlir::FailureOr<std::string> compileDecodeArtifact(DecodeOp op,
-                                                   llvm::StringRef target = defaultTargetName(),
-                                                   int64_t splits = -1);
+/// scale) into runtime artifact bytes with every form the target supports,
+/// configured by `options` as the pipelines are (stopAt is ignored).
+mlir::FailureOr<std::string>
+compileDecodeArtifact(DecodeOp op, const DecodePipelineOptions &options = {});
 
 } // namespace mla
 

@@ -10,7 +10,7 @@
 #define MLA_COMPILER_HOSTMODULE_H
 
 #include "mla/ABI.h"
-#include "mla/Target/KnownTargets.h"
+#include "mla/Transforms/Passes.h"
 
 #include <string>
 
@@ -26,17 +26,11 @@ struct KernelSignature {
   CacheFormat format;
   int64_t numHeads, qkDim, vDim;
   double smScale = 0.0; // 0: the op's default
+  /// The reference form's pipeline (the cpu backend).
   HostPipeline pipeline = HostPipeline::Decompose;
-  // Split pipeline only.
-  std::string target = defaultTargetName().str(); // the chip kernels and work lists are for
-  int64_t kvTile = 0;            // 0: the config's choice
-  int64_t splits = -1;           // -1: balanced planner; N: N items per sequence
-  // gfx950 kernels (emu, hip): 0 = all H heads in one block.
-  int64_t headsPerWorkgroup = 0;
-  // emu only, testing only: a deliberately wrong MFMA operand layout.
-  bool testCorruptLayout = false;
-  // emu only, testing only: a synchronization bug (mla-to-gpu test-hazard).
-  std::string testHazard;
+  /// Target, splits, tile and the other config choices: every form is
+  /// compiled with the same (the decomposition ignores them).
+  DecodePipelineOptions config;
 };
 
 /// The MLIR source of the host entry point `mla_decode` for `sig`.

@@ -13,6 +13,7 @@
 #ifndef MLA_RUNTIME_SPLITPLANNER_H
 #define MLA_RUNTIME_SPLITPLANNER_H
 
+#include "mla/ABI.h"
 #include "mla/Runtime/Status.h"
 
 #include <cstdint>
@@ -42,9 +43,6 @@ struct WorkList {
     return seqItemIndptr[seq + 1] - seqItemIndptr[seq];
   }
 };
-
-/// Upper bound on the work items of one sequence (the combine's fan-in).
-constexpr int64_t kMaxSplitsPerSeq = 64;
 
 struct SplitOptions {
   /// > 0: exactly this many items per sequence (uniform split, ceil division,

@@ -22,52 +22,61 @@ namespace mla {
 #define GEN_PASS_REGISTRATION
 #include "mla/Transforms/Passes.h.inc"
 
-/// Options of the host (cpu backend) pipelines.
+/// The decomposition pipeline (mla-decode-to-cpu) has nothing to configure.
 struct DecodeToCPUPipelineOptions
     : public mlir::PassPipelineOptions<DecodeToCPUPipelineOptions> {};
-
-struct DecodeSplitToCPUPipelineOptions
-    : public mlir::PassPipelineOptions<DecodeSplitToCPUPipelineOptions> {
-  Option<std::string> target{*this, "target",
-                             llvm::cl::desc("Chip the work list is planned for"),
-                             llvm::cl::init(mla::defaultTargetName().str())};
-  Option<int64_t> kvTile{*this, "kv-tile",
-                         llvm::cl::desc("KV tile rows (0 = config default)"),
-                         llvm::cl::init(0)};
-  Option<int64_t> splits{
-      *this, "splits",
-      llvm::cl::desc("Work items per sequence (-1 = balanced planner)"),
-      llvm::cl::init(-1)};
-};
 
 /// The IR levels of the gfx950 pipeline (docs/pipelines.md).
 enum class GFX950Level { Config, Split, Kernels, MFMA, ROCDL };
 
-struct DecodeToGFX950PipelineOptions
-    : public mlir::PassPipelineOptions<DecodeToGFX950PipelineOptions> {
-  Option<std::string> target{*this, "target",
-                             llvm::cl::desc("Chip: gfx950 (= mi355x)"),
-                             llvm::cl::init(mla::defaultTargetName().str())};
+/// The one configuration of a decode: every pipeline that configures and
+/// splits mla.decode (gfx950, emu, the host split pipeline) takes it, and
+/// mla-opt, mla-compile, mla-run, artifacts and the embedding API all fill
+/// this struct. A value of 0 (-1 for splits) leaves the choice to
+/// mla-select-config; whatever is chosen is checked against the target
+/// there, with the op's location.
+struct DecodePipelineOptions
+    : public mlir::PassPipelineOptions<DecodePipelineOptions> {
+  DecodePipelineOptions() = default;
+  DecodePipelineOptions(const DecodePipelineOptions &other)
+      : DecodePipelineOptions() {
+    copyOptionValuesFrom(other);
+  }
+  DecodePipelineOptions &operator=(const DecodePipelineOptions &other) {
+    copyOptionValuesFrom(other);
+    return *this;
+  }
+
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("Chip the kernels and work lists are for (see "
+                     "mla-select-config)"),
+      llvm::cl::init(mla::defaultTargetName().str())};
   Option<int64_t> splits{
       *this, "splits",
-      llvm::cl::desc("Work items per sequence (-1 = balanced planner)"),
+      llvm::cl::desc("Work items per sequence, 1..64 (-1 = the balanced "
+                     "planner)"),
       llvm::cl::init(-1)};
-  Option<int64_t> kvTile{*this, "kv-tile",
-                         llvm::cl::desc("Config override: KV tile rows (0 = "
-                                        "the config's choice)"),
-                         llvm::cl::init(0)};
+  Option<int64_t> kvTile{
+      *this, "kv-tile",
+      llvm::cl::desc("KV rows per tile (0 = the config's choice)"),
+      llvm::cl::init(0)};
   Option<int64_t> headsPerWorkgroup{
       *this, "heads-per-workgroup",
-      llvm::cl::desc("Config override: heads of the block a workgroup's "
-                     "query rows come from (0 = all H)"),
+      llvm::cl::desc("Heads of the block a workgroup's query rows come from "
+                     "(0 = all H)"),
+      llvm::cl::init(0)};
+  Option<int64_t> wavesPerWorkgroup{
+      *this, "waves-per-workgroup",
+      llvm::cl::desc("Waves per workgroup (0 = the config's choice)"),
       llvm::cl::init(0)};
   Option<int64_t> pipelineStages{
       *this, "pipeline-stages",
-      llvm::cl::desc("Config override: KV tiles in flight (0 = the config's "
-                     "choice)"),
+      llvm::cl::desc("KV tiles in flight (0 = the config's choice)"),
       llvm::cl::init(0)};
+  /// gfx950 pipeline only.
   Option<GFX950Level> stopAt{
-      *this, "stop-at", llvm::cl::desc("Last IR level to produce"),
+      *this, "stop-at", llvm::cl::desc("Last IR level to produce (gfx950)"),
       llvm::cl::init(GFX950Level::ROCDL),
       llvm::cl::values(
           clEnumValN(GFX950Level::Config, "config",
@@ -79,47 +88,34 @@ struct DecodeToGFX950PipelineOptions
           clEnumValN(GFX950Level::MFMA, "mfma", "L4: MFMA fragments"),
           clEnumValN(GFX950Level::ROCDL, "rocdl",
                      "L5: ROCDL, ready for mla-translate (default)"))};
-};
-
-/// mla.decode -> config -> split-KV -> gfx950 kernels (mla-to-gpu) -> MFMA
-/// (mla-lower-to-mfma) -> ROCDL. The gpu.module is then ready for
-/// mla-translate; the host ops keep their `mla.kernel` references.
-void buildDecodeToGFX950Pipeline(mlir::OpPassManager &pm,
-                                 const DecodeToGFX950PipelineOptions &options);
-
-struct DecodeToEmuPipelineOptions
-    : public mlir::PassPipelineOptions<DecodeToEmuPipelineOptions> {
-  Option<std::string> target{
-      *this, "target",
-      llvm::cl::desc("Chip whose kernels are emulated (its architecture "
-                     "must be the emu's)"),
-      llvm::cl::init(mla::defaultTargetName().str())};
-  Option<int64_t> splits{
-      *this, "splits",
-      llvm::cl::desc("Work items per sequence (-1 = balanced planner)"),
-      llvm::cl::init(-1)};
-  Option<int64_t> headsPerWorkgroup{
-      *this, "heads-per-workgroup",
-      llvm::cl::desc("Config override: heads of the block a workgroup's "
-                     "query rows come from (0 = all H)"),
-      llvm::cl::init(0)};
   Option<bool> testCorruptLayout{
       *this, "test-corrupt-layout",
       llvm::cl::desc("Testing only: see mla-lower-to-mfma"),
       llvm::cl::init(false)};
   Option<std::string> testHazard{
-      *this, "test-hazard",
-      llvm::cl::desc("Testing only: see mla-to-gpu"), llvm::cl::init("")};
+      *this, "test-hazard", llvm::cl::desc("Testing only: see mla-to-gpu"),
+      llvm::cl::init("")};
 };
+
+/// The mla-select-config options of `options`: one mapping for every
+/// pipeline.
+MLASelectConfigPassOptions selectConfigOptions(
+    const DecodePipelineOptions &options);
+
+/// mla.decode -> config -> split-KV -> gfx950 kernels (mla-to-gpu) -> MFMA
+/// (mla-lower-to-mfma) -> ROCDL. The gpu.module is then ready for
+/// mla-translate; the host ops keep their `mla.kernel` references.
+void buildDecodeToGFX950Pipeline(mlir::OpPassManager &pm,
+                                 const DecodePipelineOptions &options);
 
 /// The gfx950 kernels for the emu backend: config (gfx950) -> split-KV ->
 /// mla-to-gpu -> mla-lower-to-mfma -> mla-gpu-to-emu, i.e. the very
 /// MFMA-level kernels of the gfx950 pipeline as host lane functions.
 void buildDecodeToEmuKernelsPipeline(mlir::OpPassManager &pm,
-                                     const DecodeToEmuPipelineOptions &options);
+                                     const DecodePipelineOptions &options);
 /// The same, lowered to the LLVM dialect for the ExecutionEngine.
 void buildDecodeToEmuPipeline(mlir::OpPassManager &pm,
-                              const DecodeToEmuPipelineOptions &options);
+                              const DecodePipelineOptions &options);
 /// Upstream tensor/vector/memref ops -> LLVM dialect on the host.
 void addHostLoweringPasses(mlir::OpPassManager &pm);
 
@@ -132,8 +128,8 @@ void buildDecodeToCPUPipeline(mlir::OpPassManager &pm,
 /// The split level on the host: config -> split-KV -> KV tiles with online
 /// softmax -> combine -> LLVM dialect. The work list comes from the runtime
 /// planner through `mla_plan_splits` (see registerBufferizationInterfaces).
-void buildDecodeSplitToCPUPipeline(
-    mlir::OpPassManager &pm, const DecodeSplitToCPUPipelineOptions &options);
+void buildDecodeSplitToCPUPipeline(mlir::OpPassManager &pm,
+                                   const DecodePipelineOptions &options);
 
 /// The C interface function `mla.plan_splits` bufferizes to a call of:
 ///   int64_t _mlir_ciface_mla_plan_splits(StridedMemRefType<int32_t, 1> *kvIndptr,
@@ -146,7 +142,8 @@ constexpr llvm::StringLiteral kPlanSplitsFunctionName = "mla_plan_splits";
 /// Attaches the host bufferization of mla.plan_splits.
 void registerBufferizationInterfaces(mlir::DialectRegistry &registry);
 
-/// Registers every mla pass and pipeline with the global registry.
+/// Registers every mla pass and pipeline with the global registry (for
+/// textual pipelines such as `--mla-decode-to-gfx950=...`). Idempotent.
 void registerMLAPassesAndPipelines();
 
 } // namespace mla

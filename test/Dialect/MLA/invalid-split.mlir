@@ -171,6 +171,17 @@ func.func @f() attributes {
 
 // -----
 
+// More items per sequence than the combine merges: refused here, before a
+// plan sizes buffers for them.
+func.func @f() attributes {
+  // expected-error @+1 {{splits = 65 exceeds the combine's fan-in of 64 work items per sequence}}
+  x = #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = uniform, splits = 65>
+} {
+  return
+}
+
+// -----
+
 func.func @f() attributes {
   // expected-error @+1 {{heads_per_workgroup = 24 must be a positive multiple of 16}}
   x = #mla.config<kv_tile = 64, heads_per_workgroup = 24, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>

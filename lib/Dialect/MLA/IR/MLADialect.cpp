@@ -72,6 +72,10 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (policy == SplitPolicy::uniform && splits < 1)
     return emitError() << "uniform split_policy needs splits >= 1, got splits = "
                        << splits;
+  if (policy == SplitPolicy::uniform && splits > kMaxSplitsPerSeq)
+    return emitError() << "splits = " << splits
+                       << " exceeds the combine's fan-in of "
+                       << kMaxSplitsPerSeq << " work items per sequence";
   if (policy == SplitPolicy::balanced && splits != 0)
     return emitError() << "balanced split_policy chooses the splits itself; "
                           "got splits = "
