@@ -182,8 +182,35 @@ llvm::Expected<KernelSignature> mla::signatureOf(DecodeOp op) {
   return sig;
 }
 
-llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
-                                              ArtifactForms forms) {
+namespace {
+/// The text of `module`: with locations for the passes that compile it (so
+/// their diagnostics point at the user's op), without for the artifact.
+std::string printModule(mlir::ModuleOp module, bool withLocations) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  mlir::OpPrintingFlags flags;
+  if (withLocations)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  module->print(os, flags);
+  return text;
+}
+
+/// A diagnostic as one line: where (when the location is a file's) and
+/// what.
+void appendDiagnostic(std::string &out, mlir::Diagnostic &diag) {
+  llvm::raw_string_ostream os(out);
+  os << (out.empty() ? "" : "; ");
+  if (auto file = llvm::dyn_cast<mlir::FileLineColLoc>(diag.getLocation()))
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+       << file.getColumn() << ": ";
+  os << diag;
+}
+
+/// Every form of the decode in `host` (buildHostModule), compiled in a
+/// context of its own.
+llvm::Expected<Artifact> compileForms(const KernelSignature &sig,
+                                      mlir::ModuleOp host,
+                                      ArtifactForms forms) {
   Artifact a;
   a.format = sig.format;
   a.numHeads = sig.numHeads;
@@ -194,7 +221,8 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
   a.cpuPipeline = sig.pipeline == HostPipeline::Split ? "split" : "decompose";
   a.cpuKVTile = sig.pipeline == HostPipeline::Split ? int64_t(sig.config.kvTile)
                                                    : 0;
-  a.cpuModule = buildHostModuleSource(sig);
+  a.cpuModule = printModule(host, /*withLocations=*/false);
+  std::string hostText = printModule(host, /*withLocations=*/true);
 
   mlir::MLIRContext ctx;
   prepareContext(ctx);
@@ -207,12 +235,10 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
     return pm;
   };
   std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &diag) {
-    llvm::raw_string_ostream os(diagnostics);
-    os << (diagnostics.empty() ? "" : "; ") << diag;
-  });
+  mlir::ScopedDiagnosticHandler handler(
+      &ctx, [&](mlir::Diagnostic &diag) { appendDiagnostic(diagnostics, diag); });
   auto parse = [&]() {
-    return mlir::parseSourceString<mlir::ModuleOp>(a.cpuModule, &ctx,
+    return mlir::parseSourceString<mlir::ModuleOp>(hostText, &ctx,
                                                    "mla_decode_host");
   };
   // The reference form must compile, whatever the target supports.
@@ -272,7 +298,7 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
   // The gfx950 form: its launch description includes the kernarg layout.
   if (forms.gfx950) {
     auto codeObject =
-        compileHostModule(*makePassManager(), a.cpuModule, sig, diagnostics);
+        compileHostModule(*makePassManager(), hostText, sig, diagnostics);
     if (!codeObject)
       return codeObject.takeError();
     a.hsaco = std::move(codeObject->hsaco);
@@ -295,4 +321,28 @@ llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
   if (a.kernels.size() != 2)
     return compileError("the kernels are missing from the gfx950 form");
   return a;
+}
+} // namespace
+
+llvm::Expected<Artifact> mla::compileArtifact(DecodeOp op,
+                                              const DecodePipelineOptions &config,
+                                              HostPipeline pipeline,
+                                              ArtifactForms forms) {
+  auto sig = signatureOf(op);
+  if (!sig)
+    return sig.takeError();
+  sig->config = config;
+  sig->pipeline = pipeline;
+  mlir::OwningOpRef<mlir::ModuleOp> host = buildHostModule(op);
+  return compileForms(*sig, *host, forms);
+}
+
+llvm::Expected<Artifact> mla::compileArtifact(const KernelSignature &sig,
+                                              ArtifactForms forms) {
+  mlir::MLIRContext ctx;
+  prepareContext(ctx);
+  mlir::OwningOpRef<mlir::ModuleOp> module = buildDecodeModule(ctx, sig);
+  DecodeOp op;
+  module->walk([&](DecodeOp d) { op = d; });
+  return compileArtifact(op, sig.config, sig.pipeline, forms);
 }

@@ -37,14 +37,7 @@ mlir::FailureOr<CodeObject> mla::translateToCodeObject(mlir::ModuleOp module) {
 
 mlir::FailureOr<std::string>
 mla::compileDecodeArtifact(DecodeOp op, const DecodePipelineOptions &options) {
-  auto sig = signatureOf(op);
-  if (!sig) {
-    std::string message;
-    takeStatus(sig.takeError(), message);
-    return op.emitOpError(message);
-  }
-  sig->config = options;
-  auto artifact = compileArtifact(*sig);
+  auto artifact = compileArtifact(op, options, HostPipeline::Decompose);
   if (!artifact) {
     std::string message;
     takeStatus(artifact.takeError(), message);

@@ -1,78 +1,112 @@
 //===- HostModule.cpp - one decode configuration as a host function -------===//
+//
+// The host entry point is built around the user's own op (a copy, with its
+// location and attributes), so what the artifact computes is what the user
+// wrote and a diagnostic from any pipeline points at the user's line. A
+// decode known only by its signature (mla-run --generate) is first built as
+// such an op.
+//
+//===----------------------------------------------------------------------===//
 
 #include "mla/Compiler/HostModule.h"
 
-#include "llvm/Support/raw_ostream.h"
+#include "mla/Dialect/MLA/IR/MLADialect.h"
 
-#include <cstdio>
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 
 using namespace mla;
+using namespace mlir;
 
 namespace {
-std::string kvElementType(CacheFormat format) {
-  switch (format) {
-  case CacheFormat::BF16:
-    return "bf16";
-  case CacheFormat::FP8:
-    return "f8E4M3FN";
-  case CacheFormat::MXFP4:
-    return "i8";
-  }
-  return "";
+MemRefType bufferOf(Type tensor) {
+  auto t = cast<RankedTensorType>(tensor);
+  return MemRefType::get(t.getShape(), t.getElementType());
 }
 } // namespace
 
-std::string mla::buildHostModuleSource(const KernelSignature &sig) {
-  std::string H = std::to_string(sig.numHeads), D = std::to_string(sig.qkDim),
-              Dv = std::to_string(sig.vDim);
-  std::string width = std::to_string(
-      sig.format == CacheFormat::MXFP4 ? sig.qkDim / 2 : sig.qkDim);
-  std::string qT = "?x" + H + "x" + D + "xbf16";
-  std::string kvT = "?x" + width + "x" + kvElementType(sig.format);
-  std::string outT = "?x" + H + "x" + Dv + "xbf16", lseT = "?x" + H + "xf32";
-  std::string scaleT;
-  if (sig.format == CacheFormat::FP8)
-    scaleT = "1xf32";
-  else if (sig.format == CacheFormat::MXFP4)
-    scaleT = "?x" + std::to_string(sig.qkDim / 32) + "xf8E8M0FNU";
+OwningOpRef<ModuleOp> mla::buildHostModule(DecodeOp op) {
+  MLIRContext *ctx = op->getContext();
+  Location loc = op.getLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module->getBody());
 
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << "func.func @mla_decode(%q: memref<" << qT << ">, %kv: memref<" << kvT
-     << ">, %qo: memref<?xi32>, %kvp: memref<?xi32>";
-  if (!scaleT.empty())
-    os << ", %s: memref<" << scaleT << ">";
-  os << ", %out: memref<" << outT << ">, %lse: memref<" << lseT
-     << ">) attributes {llvm.emit_c_interface} {\n";
-  auto toTensor = [&](const char *name, const std::string &type) {
-    os << "  %" << name << "_t = bufferization.to_tensor %" << name
-       << " restrict : memref<" << type << "> to tensor<" << type << ">\n";
-  };
-  toTensor("q", qT);
-  toTensor("kv", kvT);
-  toTensor("qo", "?xi32");
-  toTensor("kvp", "?xi32");
-  if (!scaleT.empty())
-    toTensor("s", scaleT);
-  os << "  %o, %l = mla.decode q(%q_t : tensor<" << qT << ">) kv(%kv_t : tensor<"
-     << kvT << ">)";
-  if (!scaleT.empty())
-    os << " scale(%s_t : tensor<" << scaleT << ">)";
-  os << " indptr(%qo_t, %kvp_t : tensor<?xi32>, tensor<?xi32>) {kv_format = "
-        "#mla.kv_format<"
-     << formatName(sig.format) << ">, v_head_dim = " << sig.vDim;
-  if (sig.smScale > 0.0) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.9e", sig.smScale);
-    os << ", sm_scale = " << buf << " : f32";
-  }
-  os << "} -> tensor<" << outT << ">, tensor<" << lseT << ">\n";
-  os << "  bufferization.materialize_in_destination %o in restrict writable "
-        "%out : (tensor<"
-     << outT << ">, memref<" << outT << ">) -> ()\n";
-  os << "  bufferization.materialize_in_destination %l in restrict writable "
-        "%lse : (tensor<"
-     << lseT << ">, memref<" << lseT << ">) -> ()\n";
-  os << "  return\n}\n";
-  return s;
+  // The runtime's argument order: q, kv, qo_indptr, kv_indptr, [scale],
+  // out, lse (docs/abi.md).
+  SmallVector<Value> inputs = {op.getQ(), op.getKv(), op.getQoIndptr(),
+                               op.getKvIndptr()};
+  if (op.getKvScale())
+    inputs.push_back(op.getKvScale());
+  auto outType = cast<RankedTensorType>(op.getOut().getType());
+  auto lseType = RankedTensorType::get(outType.getShape().drop_back(),
+                                       b.getF32Type());
+  SmallVector<Type> argTypes;
+  for (Value v : inputs)
+    argTypes.push_back(bufferOf(v.getType()));
+  argTypes.push_back(bufferOf(outType));
+  argTypes.push_back(bufferOf(lseType));
+  auto func = func::FuncOp::create(b, loc, "mla_decode",
+                                   b.getFunctionType(argTypes, {}));
+  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  b.setInsertionPointToStart(func.addEntryBlock());
+
+  SmallVector<Value> tensors;
+  for (auto [i, v] : llvm::enumerate(inputs))
+    tensors.push_back(bufferization::ToTensorOp::create(
+        b, loc, v.getType(), func.getArgument(i), /*restrict=*/true));
+  Value kvScale = op.getKvScale() ? tensors[4] : Value();
+  // Both results, whether or not the user's op asked for the lse.
+  auto decode = DecodeOp::create(b, loc, outType, lseType, tensors[0],
+                                 tensors[1], tensors[2], tensors[3], kvScale,
+                                 op.getKvFormatAttr(), op.getVHeadDimAttr(),
+                                 op.getSmScaleAttr());
+  decode->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  unsigned outArg = inputs.size();
+  for (auto [result, arg] : {std::pair{decode.getOut(), outArg},
+                             std::pair{decode.getLse(), outArg + 1}})
+    bufferization::MaterializeInDestinationOp::create(
+        b, loc, /*result=*/Type(), result, func.getArgument(arg),
+        /*restrict=*/true, /*writable=*/true);
+  func::ReturnOp::create(b, loc);
+  return module;
+}
+
+OwningOpRef<ModuleOp> mla::buildDecodeModule(MLIRContext &ctx,
+                                             const KernelSignature &sig) {
+  OpBuilder b(&ctx);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  int64_t dyn = ShapedType::kDynamic;
+  Type kvElement = sig.format == CacheFormat::BF16  ? Type(b.getBF16Type())
+                   : sig.format == CacheFormat::FP8 ? Type(b.getType<Float8E4M3FNType>())
+                                                    : Type(b.getI8Type());
+  int64_t width = sig.format == CacheFormat::MXFP4 ? sig.qkDim / 2 : sig.qkDim;
+  auto indptr = RankedTensorType::get({dyn}, b.getI32Type());
+  SmallVector<Type> types = {
+      RankedTensorType::get({dyn, sig.numHeads, sig.qkDim}, b.getBF16Type()),
+      RankedTensorType::get({dyn, width}, kvElement), indptr, indptr};
+  if (sig.format == CacheFormat::FP8)
+    types.push_back(RankedTensorType::get({1}, b.getF32Type()));
+  if (sig.format == CacheFormat::MXFP4)
+    types.push_back(RankedTensorType::get({dyn, sig.qkDim / 32},
+                                          b.getType<Float8E8M0FNUType>()));
+  auto func = func::FuncOp::create(b, loc, "decode", b.getFunctionType(types, {}));
+  b.setInsertionPointToStart(func.addEntryBlock());
+  auto arg = [&](unsigned i) { return func.getArgument(i); };
+  KVFormat format = sig.format == CacheFormat::BF16  ? KVFormat::bf16
+                    : sig.format == CacheFormat::FP8 ? KVFormat::fp8
+                                                     : KVFormat::mxfp4;
+  FloatAttr smScale =
+      sig.smScale > 0.0 ? b.getF32FloatAttr(static_cast<float>(sig.smScale))
+                        : FloatAttr();
+  DecodeOp::create(
+      b, loc, RankedTensorType::get({dyn, sig.numHeads, sig.vDim}, b.getBF16Type()),
+      RankedTensorType::get({dyn, sig.numHeads}, b.getF32Type()), arg(0), arg(1),
+      arg(2), arg(3), sig.format == CacheFormat::BF16 ? Value() : arg(4),
+      KVFormatAttr::get(&ctx, format), b.getI64IntegerAttr(sig.vDim), smScale);
+  func::ReturnOp::create(b, loc);
+  return module;
 }

@@ -9,6 +9,7 @@
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Transforms/Passes.h"
 
+#include "InputLevel.h"
 #include "LoweringBuilder.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -116,6 +117,8 @@ private:
 struct MLALowerCombinePass
     : public mla::impl::MLALowerCombinePassBase<MLALowerCombinePass> {
   void runOnOperation() override {
+    if (failed(requireSplitLevel(getOperation(), getArgument())))
+      return signalPassFailure();
     SmallVector<CombineOp> ops;
     getOperation()->walk([&](CombineOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());

@@ -18,6 +18,8 @@
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Transforms/Passes.h"
 
+#include "InputLevel.h"
+
 #include "mlir/Conversion/ArithToAMDGPU/ArithToAMDGPU.h"
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/AMDGPU/Utils/Chipset.h"
@@ -583,6 +585,8 @@ struct MLALowerToMFMAPass
     : public mla::impl::MLALowerToMFMAPassBase<MLALowerToMFMAPass> {
   using Base::Base;
   void runOnOperation() override {
+    if (failed(requireKernelLevel(getOperation(), getArgument())))
+      return signalPassFailure();
     MLIRContext *ctx = &getContext();
     WaveTileConverter converter;
     ConversionTarget target(*ctx);

@@ -11,6 +11,7 @@
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Transforms/Passes.h"
 
+#include "InputLevel.h"
 #include "KVDecoding.h"
 #include "LoweringBuilder.h"
 
@@ -221,6 +222,8 @@ SmallVector<Value> PartialDecodeTiler::run() {
 
 struct MLATilePass : public mla::impl::MLATilePassBase<MLATilePass> {
   void runOnOperation() override {
+    if (failed(requireSplitLevel(getOperation(), getArgument())))
+      return signalPassFailure();
     SmallVector<PartialDecodeOp> ops;
     getOperation()->walk([&](PartialDecodeOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());

@@ -36,6 +36,8 @@
 #include "mla/Target/KnownTargets.h"
 #include "mla/Transforms/Passes.h"
 
+#include "InputLevel.h"
+
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -1279,6 +1281,8 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
     SmallVector<CombineOp> combines;
     module.walk([&](PartialDecodeOp op) { partials.push_back(op); });
     module.walk([&](CombineOp op) { combines.push_back(op); });
+    if (failed(requireSplitLevel(module, getArgument())))
+      return signalPassFailure();
     if (partials.empty() && combines.empty())
       return;
 

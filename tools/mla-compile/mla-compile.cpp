@@ -12,6 +12,7 @@
 #include "mla/Compiler/ConfigFlags.h"
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Compiler/Embedding.h"
+#include "mla/Support/PhaseLog.h"
 #include "mla/Support/StatusError.h"
 #include "mla/Target/KnownTargets.h"
 
@@ -38,7 +39,16 @@ static cl::opt<bool> noGFX950("no-gfx950",
                               cl::desc("Leave out the gfx950 code object"),
                               cl::cat(category));
 
+static cl::opt<bool> verbose(
+    "verbose",
+    cl::desc("Print each phase with its time on stderr; on by default when "
+             "stderr is a terminal"),
+    cl::cat(category));
+
+static PhaseLog phases("mla-compile");
+
 static int fail(const llvm::Twine &msg) {
+  phases.interrupt();
   llvm::WithColor::error(llvm::errs(), "mla-compile") << msg << "\n";
   return 1;
 }
@@ -50,6 +60,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "mla-compile: compile one mla.decode into a runtime artifact\n");
+  phases.enable(verbose);
 
   mlir::MLIRContext context;
   prepareContext(context);
@@ -71,24 +82,23 @@ int main(int argc, char **argv) {
     return 1;
   }
   DecodeOp op = decodes.front();
-  auto sig = signatureOf(op);
-  if (!sig) {
-    std::string message;
-    takeStatus(sig.takeError(), message);
-    op.emitOpError(message);
-    return 1;
-  }
-  sig->config = config.options();
-
+  DecodePipelineOptions options = config.options();
   ArtifactForms forms;
   forms.emu = !noEmu;
   forms.gfx950 = !noGFX950;
-  auto artifact = compileArtifact(*sig, forms);
+  auto artifact = [&] {
+    auto phase = phases.phase(
+        "compiling " + stringifyKVFormat(op.getKvFormat()) + " H=" +
+        llvm::Twine(op.getNumHeads()) + " for " + options.target.getValue() +
+        (forms.gfx950 ? " (gfx950 code object, " : " (") +
+        (forms.emu ? "emu form, " : "") + "reference form)");
+    return compileArtifact(op, options, HostPipeline::Decompose, forms);
+  }();
+  // The compiler's diagnostics name the line of the input they are about.
   if (!artifact) {
     std::string message;
     takeStatus(artifact.takeError(), message);
-    op.emitError(message);
-    return 1;
+    return fail(message);
   }
   if ((forms.emu || forms.gfx950) && artifact->kernels.empty())
     llvm::WithColor::warning(llvm::errs(), "mla-compile")

@@ -15,6 +15,7 @@
 #include "mla/Compiler/ConfigFlags.h"
 #include "mla/Runtime/Artifact.h"
 #include "mla/Runtime/Numerics.h"
+#include "mla/Support/PhaseLog.h"
 #include "mla/Support/Version.h"
 #include "mla/Target/KnownTargets.h"
 #include "mla/Tools/Npy.h"
@@ -130,7 +131,16 @@ static cl::opt<bool> kvTraffic(
              "per byte)"),
     cl::cat(category));
 
+static cl::opt<bool> verbose(
+    "verbose",
+    cl::desc("Print each phase (compile, JIT, launches, reference) with its "
+             "time on stderr; on by default when stderr is a terminal"),
+    cl::cat(category));
+
+static PhaseLog phases("mla-run");
+
 static int fail(const llvm::Twine &msg) {
+  phases.interrupt();
   llvm::WithColor::error(llvm::errs(), "mla-run") << msg << "\n";
   return 1;
 }
@@ -203,7 +213,14 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
   Handles h;
   CHECK_MLA(mla_context_create(kind, deviceOpt, &h.context),
             "creating the " + backend + " context");
+  // Loading JIT-compiles the emu and cpu forms.
+  const char *loading = kind == MLA_BACKEND_HIP ? "loading the code object"
+                        : kind == MLA_BACKEND_EMU
+                            ? "loading the artifact (JIT-compiling the emu form)"
+                            : "loading the artifact (lowering and JIT-compiling "
+                              "the reference form)";
   if (!artifactPath.empty()) {
+    auto phase = phases.phase(loading);
     CHECK_MLA(mla_kernel_load_file(h.context, artifactPath.c_str(), &h.kernel),
               "loading " + artifactPath);
     mla_kernel_info info;
@@ -230,10 +247,20 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
     forms.gfx950 = kind == MLA_BACKEND_HIP;
     forms.emu = kind == MLA_BACKEND_EMU;
     forms.printIR = dumpIR;
-    auto artifact = compileArtifact(sig, forms);
-    if (!artifact)
-      return artifact.takeError();
-    std::string bytes = serializeArtifact(*artifact);
+    std::string bytes;
+    {
+      auto phase = phases.phase(
+          llvm::Twine("compiling the artifact (") +
+          (forms.gfx950 ? "gfx950 code object, "
+           : forms.emu  ? "emu form, "
+                        : "") +
+          "reference form)");
+      auto artifact = compileArtifact(sig, forms);
+      if (!artifact)
+        return artifact.takeError();
+      bytes = serializeArtifact(*artifact);
+    }
+    auto phase = phases.phase(loading);
     CHECK_MLA(mla_kernel_load_memory(h.context, bytes.data(), bytes.size(),
                                      &h.kernel),
               "loading the artifact");
@@ -296,13 +323,18 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
               "configuring the emu");
   }
   std::vector<double> times;
-  for (int i = 0; i < repeat; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    CHECK_MLA(mla_launch(h.kernel, h.plan, &args, nullptr), "launching");
-    CHECK_MLA(mla_synchronize(h.context, nullptr), "synchronizing");
-    times.push_back(std::chrono::duration<double, std::milli>(
-                        std::chrono::steady_clock::now() - start)
-                        .count());
+  {
+    auto launching = phases.phase(
+        (kind == MLA_BACKEND_EMU ? "emulating " : "running ") +
+        llvm::Twine(int(repeat)) + (repeat > 1 ? " launches" : " launch"));
+    for (int i = 0; i < repeat; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      CHECK_MLA(mla_launch(h.kernel, h.plan, &args, nullptr), "launching");
+      CHECK_MLA(mla_synchronize(h.context, nullptr), "synchronizing");
+      times.push_back(std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
+    }
   }
   if (repeat > 1) {
     std::sort(times.begin(), times.end());
@@ -350,6 +382,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "mla-run: run mla.decode on a backend and check it "
                               "against a float64 reference\n");
+  phases.enable(verbose);
 
   if (generate == !inputsDir.empty())
     return fail("give exactly one of --generate and --inputs DIR");
@@ -508,7 +541,10 @@ int main(int argc, char **argv) {
   // is 5e-3 for fp8 and mxfp4, 4e-3 for bf16.
   if (emu)
     tol.maxRelErr = problem.format == CacheFormat::BF16 ? 4e-3 : 5e-3;
-  ReferenceResult ref = referenceDecode(problem);
+  ReferenceResult ref = [&] {
+    auto phase = phases.phase("computing the float64 reference");
+    return referenceDecode(problem);
+  }();
   ErrorReport report = compareWithReference(ref, outBits, lse, tol);
   llvm::outs() << llvm::format("rel_err=%.3e max_abs_err=%.3e lse_max_abs_err=%.3e\n",
                                report.relErr, report.maxAbsErr, report.lseMaxAbsErr);

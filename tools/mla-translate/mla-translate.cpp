@@ -7,8 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mla/Support/Version.h"
 #include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/Runtime/Artifact.h"
+#include "mla/Support/Version.h"
 #include "mla/Target/AMDGPU/CodeObject.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -21,6 +22,7 @@
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
@@ -32,19 +34,38 @@ void registerDialects(DialectRegistry &registry) {
   registerAllToLLVMIRTranslations(registry);
 }
 
+/// LLVM's backends register hundreds of options (every target's); --help
+/// shows only the tool's own (--help-hidden shows all). The translation
+/// options mlirTranslateMain registers come after this call.
+void hideLibraryOptions() {
+  for (auto &entry : llvm::cl::getRegisteredOptions()) {
+    llvm::StringRef name = entry.first;
+    if (!name.starts_with("help") && name != "version")
+      entry.second->setHiddenFlag(llvm::cl::Hidden);
+  }
+}
+
+/// An artifact is a POSIX tar archive: "ustar" at byte 257.
+bool isTarArchive(llvm::StringRef bytes) {
+  return bytes.size() > 262 && bytes.substr(257, 5) == "ustar";
+}
+
 /// The gpu.modules of the input; a diagnostic when there is none.
 FailureOr<SmallVector<gpu::GPUModuleOp>> deviceModules(Operation *op) {
   SmallVector<gpu::GPUModuleOp> modules;
   op->walk([&](gpu::GPUModuleOp m) { modules.push_back(m); });
+  // Located, but without the whole module attached: the message says what
+  // to do.
   if (modules.empty())
-    return op->emitError("no gpu.module to compile: run mla-opt "
-                         "--mla-decode-to-gfx950 (or lower a gpu.module to "
-                         "ROCDL) first");
+    return emitError(op->getLoc(),
+                     "no gpu.module to compile: run mla-opt "
+                     "--mla-decode-to-gfx950 (or lower a gpu.module to "
+                     "ROCDL) first");
   return modules;
 }
 
 LogicalResult report(Operation *op, llvm::Error err) {
-  return op->emitError(llvm::toString(std::move(err)));
+  return emitError(op->getLoc(), llvm::toString(std::move(err)));
 }
 
 /// Compiles each gpu.module and hands its LLVM module to `emit`.
@@ -115,7 +136,8 @@ int main(int argc, char **argv) {
         if (failed(modules))
           return failure();
         if (modules->size() != 1)
-          return op->emitError("one code object holds one gpu.module; found ")
+          return emitError(op->getLoc(),
+                           "one code object holds one gpu.module; found ")
                  << modules->size();
         return forEachDeviceModule(
             op, [&](gpu::GPUModuleOp gpuModule, llvm::Module &module) {
@@ -133,20 +155,35 @@ int main(int argc, char **argv) {
 
   TranslateRegistration kernelReport(
       "kernel-report",
-      "Read an HSA code object and print, per kernel, registers, LDS, "
-      "scratch, occupancy and instruction counts",
+      "Read an HSA code object (or the one in an .mla artifact) and print, "
+      "per kernel, registers, LDS, scratch, occupancy, instruction counts "
+      "and the main loop's profile",
       [](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
          llvm::raw_ostream &os, MLIRContext *context) -> LogicalResult {
         const llvm::MemoryBuffer *input =
             sourceMgr->getMemoryBuffer(sourceMgr->getMainFileID());
-        if (llvm::Error err =
-                mla::amdgpu::printKernelReport(input->getBuffer(), os))
+        auto fail = [&](const llvm::Twine &message) {
           return emitError(UnknownLoc::get(context))
-                 << input->getBufferIdentifier() << ": "
-                 << llvm::toString(std::move(err));
+                 << input->getBufferIdentifier() << ": " << message;
+        };
+        llvm::StringRef bytes = input->getBuffer();
+        std::string codeObject;
+        if (isTarArchive(bytes)) {
+          auto artifact = mla::parseArtifact(bytes);
+          if (!artifact)
+            return fail(artifact.takeError().message());
+          if (artifact->hsaco.empty())
+            return fail("the artifact holds no code object (built for " +
+                        artifact->chip + ", or with --no-gfx950)");
+          codeObject = std::move(artifact->hsaco);
+          bytes = codeObject;
+        }
+        if (llvm::Error err = mla::amdgpu::printKernelReport(bytes, os))
+          return fail(llvm::toString(std::move(err)));
         return success();
       });
 
   mla::setVersionPrinter("mla-translate");
+  hideLibraryOptions();
   return failed(mlirTranslateMain(argc, argv, "mla translation tool"));
 }

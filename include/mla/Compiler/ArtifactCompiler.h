@@ -27,10 +27,17 @@ struct ArtifactForms {
   bool printIR = false;
 };
 
-/// Compiles `sig` into an artifact. The gfx950 and emu forms are built when
-/// asked for and the target is gfx950 (every cache format); the reference
-/// form always. `sig.pipeline`, `kvTile` and `splits` select the
-/// reference form's pipeline; `splits` also fixes the planner's split count.
+/// Compiles the user's `op` (a copy of it, so diagnostics point at its
+/// location) into an artifact, every form with `config`. The gfx950 and emu
+/// forms are built when asked for and the target has GPU kernels; the
+/// reference form always, with the host `pipeline` (the split pipeline
+/// takes `config` too).
+llvm::Expected<Artifact> compileArtifact(DecodeOp op,
+                                         const DecodePipelineOptions &config,
+                                         HostPipeline pipeline,
+                                         ArtifactForms forms = {});
+
+/// The same for a decode known by its signature (mla-run --generate).
 llvm::Expected<Artifact> compileArtifact(const KernelSignature &sig,
                                          ArtifactForms forms = {});
 

@@ -2,7 +2,9 @@
 //
 // A compiled configuration starts as one mla.decode wrapped in a host
 // function over memrefs (`mla_decode`, C interface): the reference (cpu)
-// form of an artifact, and the input of the gfx950 and emu pipelines.
+// form of an artifact, and the input of the gfx950 and emu pipelines. The
+// op is the user's own (copied with its location and attributes), not
+// regenerated text.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,7 +12,11 @@
 #define MLA_COMPILER_HOSTMODULE_H
 
 #include "mla/ABI.h"
+#include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Transforms/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 
 #include <string>
 
@@ -33,8 +39,16 @@ struct KernelSignature {
   DecodePipelineOptions config;
 };
 
-/// The MLIR source of the host entry point `mla_decode` for `sig`.
-std::string buildHostModuleSource(const KernelSignature &sig);
+/// The host entry point `mla_decode` (C interface, memrefs in the
+/// runtime's argument order) around a copy of `op` — its location,
+/// attributes and types — computing both results: the reference form of
+/// an artifact and the input of the gfx950 and emu pipelines.
+mlir::OwningOpRef<mlir::ModuleOp> buildHostModule(DecodeOp op);
+
+/// A module holding one function with the mla.decode `sig` describes, for
+/// a decode known only by its signature.
+mlir::OwningOpRef<mlir::ModuleOp> buildDecodeModule(mlir::MLIRContext &ctx,
+                                                    const KernelSignature &sig);
 
 } // namespace mla
 

@@ -4,6 +4,7 @@
 #include "mla/Target/AMDGPU/LoopProfile.h"
 #include "mla/Target/KnownTargets.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -13,6 +14,8 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/BinaryFormat/MsgPackDocument.h"
@@ -128,6 +131,23 @@ mla::amdgpu::translateToLLVMIR(mlir::gpu::GPUModuleOp module,
   mlir::registerLLVMDialectTranslation(registry);
   mlir::registerROCDLDialectTranslation(registry);
   ctx->appendDialectRegistry(registry);
+
+  // Ops of an earlier level would fail inside the translation with a
+  // message about the op; say which level is missing instead.
+  llvm::SetVector<llvm::StringRef> unlowered;
+  module.walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation *op) {
+    if (op != module.getOperation() &&
+        !llvm::isa<mlir::LLVM::LLVMDialect, mlir::ROCDL::ROCDLDialect>(
+            op->getDialect()))
+      unlowered.insert(op->getName().getStringRef());
+  });
+  if (!unlowered.empty())
+    return error("gpu.module @" + module.getName() +
+                 " is not at the ROCDL level (it holds " +
+                 llvm::join(unlowered.getArrayRef().take_front(4), ", ") +
+                 (unlowered.size() > 4 ? ", ..." : "") +
+                 "): finish the lowering with mla-opt "
+                 "--mla-decode-to-gfx950 (stop-at=rocdl, the default)");
 
   std::string chip = getChip(module);
   std::unique_ptr<llvm::Module> llvmModule =
@@ -440,9 +460,15 @@ llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
     int64_t wavesByRegs =
         std::min<int64_t>(maxWaves, arch->vectorRegistersPerLane / granule);
     os << "kernel " << k.name << "\n";
-    os << "  vgpr " << k.vgprs << "  agpr " << k.agprs << "  sgpr " << k.sgprs
-       << "  (vgpr+agpr " << regs << " of " << arch->vectorRegistersPerLane
-       << (unified ? ", unified" : "") << ")\n";
+    // In a unified file the metadata's VGPR count already includes the
+    // AGPRs; say so rather than print two numbers that look additive.
+    os << "  vector_registers " << regs << " of "
+       << arch->vectorRegistersPerLane;
+    if (unified)
+      os << " (unified file, agpr " << k.agprs << " of them)";
+    else
+      os << " (vgpr " << k.vgprs << " + agpr " << k.agprs << ")";
+    os << "  sgpr " << k.sgprs << "\n";
     os << "  lds_bytes " << k.lds << "  scratch_bytes " << k.scratch
        << "  spills vgpr " << k.vgprSpills << " sgpr " << k.sgprSpills << "\n";
     os << "  max_flat_workgroup_size " << k.maxFlatWorkgroupSize

@@ -34,7 +34,7 @@
 // NOTES: amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
 // REPORT: kernel mfma_fp8
-// REPORT-NEXT: vgpr {{[0-9]+}}  agpr {{[0-9]+}}  sgpr {{[0-9]+}}  (vgpr+agpr {{[0-9]+}} of 512, unified)
+// REPORT-NEXT: vector_registers {{[0-9]+}} of 512 (unified file, agpr {{[0-9]+}} of them)  sgpr {{[0-9]+}}
 // REPORT-NEXT: lds_bytes 0  scratch_bytes 0  spills vgpr 0 sgpr 0
 // REPORT-NEXT: max_flat_workgroup_size 256  wavefront_size 64
 // REPORT-NEXT: occupancy_waves_per_simd 8 (by registers)

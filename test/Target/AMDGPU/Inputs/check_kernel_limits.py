@@ -12,7 +12,7 @@ bad = 0
 for block in kernels:
     name = block.split()[0]
     nums = lambda key: int(re.search(key + r" (\d+)", block).group(1))
-    regs = int(re.search(r"vgpr\+agpr (\d+) of 512", block).group(1))
+    regs = int(re.search(r"vector_registers (\d+) of 512", block).group(1))
     checks = {
         "scratch_bytes == 0": nums("scratch_bytes") == 0,
         "spills only to AGPRs": nums("spills vgpr") == 0
