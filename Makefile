@@ -3,6 +3,8 @@
 BUILD ?= build
 LLVM_PREFIX ?= /usr/lib/llvm-22
 JOBS ?= 2
+# Debian's python3, whose numpy, pybind11 and pytest bootstrap installs.
+PYTHON ?= /usr/bin/python3
 
 .PHONY: run test build bootstrap clean
 
@@ -12,7 +14,8 @@ bootstrap:
 $(BUILD)/build.ninja: | bootstrap
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
 	  -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir \
-	  -DLLVM_EXTERNAL_LIT=$(LLVM_PREFIX)/bin/lit
+	  -DLLVM_EXTERNAL_LIT=$(LLVM_PREFIX)/bin/lit \
+	  -DPython_EXECUTABLE=$(PYTHON)
 
 build: bootstrap $(BUILD)/build.ninja
 	ninja -C $(BUILD) -j $(JOBS)
@@ -22,8 +25,10 @@ build: bootstrap $(BUILD)/build.ninja
 run: build
 	scripts/run-example.sh $(BUILD)
 
-# Every test: lit (dialect, passes, tools, integration) and the unit tests.
+# Every test: lit (dialect, passes, tools, integration), the unit tests and
+# the Python package's (pytest; its PyTorch op's with Debian's python3-torch).
 test: build
+	@scripts/bootstrap.sh test
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 clean:

@@ -24,6 +24,10 @@ using namespace mla;
 
 static_assert(MLA_ERROR_INTERNAL == static_cast<int>(Status::Internal),
               "mla_status and mla::Status must agree");
+static_assert(MLA_KV_BF16 == static_cast<int>(CacheFormat::BF16) &&
+                  MLA_KV_FP8 == static_cast<int>(CacheFormat::FP8) &&
+                  MLA_KV_MXFP4 == static_cast<int>(CacheFormat::MXFP4),
+              "mla_kv_format and mla::CacheFormat must agree");
 
 struct mla_context_s {
   mla_backend kind;
@@ -232,9 +236,7 @@ mla_status mla_kernel_get_info(mla_kernel kernel, mla_kernel_info *info) {
   MLA_REQUIRE(kernel && info, "mla_kernel_get_info: NULL argument");
   const Artifact &a = kernel->artifact;
   *info = mla_kernel_info{};
-  info->kv_format = a.format == CacheFormat::BF16  ? MLA_KV_BF16
-                    : a.format == CacheFormat::FP8 ? MLA_KV_FP8
-                                                   : MLA_KV_MXFP4;
+  info->kv_format = static_cast<mla_kv_format>(a.format);
   info->num_heads = static_cast<int32_t>(a.numHeads);
   info->qk_dim = static_cast<int32_t>(a.qkDim);
   info->v_dim = static_cast<int32_t>(a.vDim);

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Installs what building and testing mla needs on Debian 12, with apt-get.
-# Idempotent: prints nothing and touches nothing when all is present.
+# Installs what building (and, with the argument `test`, testing) mla needs
+# on Debian 12, with apt-get. Idempotent: prints nothing and touches nothing
+# when all is present.
 set -euo pipefail
 
 packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22
   cmake ninja-build make g++ python3 libgtest-dev
+  python3-dev pybind11-dev python3-pybind11 python3-numpy
 )
+# The Python package's tests, and its PyTorch custom op's.
+[ "${1:-}" = test ] && packages+=(python3-pytest python3-torch)
 
 missing=()
 for p in "${packages[@]}"; do

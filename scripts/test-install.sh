@@ -39,6 +39,15 @@ grep -q "MLA_ERROR_BACKEND_UNAVAILABLE: .*libMLARuntimeJit.so, which is not inst
 mv "$tmp/libMLARuntimeJit.so" "$prefix/lib/"
 echo "== examples/c-api without libMLARuntimeJit: MLA_ERROR_BACKEND_UNAVAILABLE"
 
+echo "== the Python package from the prefix"
+if [ -d "$prefix/lib/python3/dist-packages/mla" ]; then
+  PYTHONPATH="$prefix/lib/python3/dist-packages" /usr/bin/python3 -c "
+import mla
+k = mla.Context('emu').load('$tmp/decode_fp8.mla')
+assert k.info['kv_format'] == 'fp8', k.info
+print('mla from the prefix: loaded', k.info['kv_format'], 'on', k.backend)"
+fi
+
 echo "== examples/embed"
 cmake -S "$src/examples/embed" -B "$tmp/embed" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
