@@ -6,7 +6,7 @@ JOBS ?= 2
 # Debian's python3, whose numpy, pybind11 and pytest bootstrap installs.
 PYTHON ?= /usr/bin/python3
 
-.PHONY: run test build bootstrap clean
+.PHONY: run test build bootstrap clean fuzz
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -30,6 +30,13 @@ run: build
 test: build
 	@scripts/bootstrap.sh test
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# libFuzzer targets (fuzz/), built with clang-22 in their own directory and
+# run FUZZ_SECONDS each (docs/reliability.md).
+FUZZ_SECONDS ?= 60
+fuzz:
+	@scripts/bootstrap.sh fuzz
+	scripts/fuzz.sh $(BUILD)-fuzz $(FUZZ_SECONDS) .
 
 clean:
 	rm -rf $(BUILD)

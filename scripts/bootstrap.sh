@@ -11,6 +11,8 @@ packages=(
 )
 # The Python package's tests, and its PyTorch custom op's.
 [ "${1:-}" = test ] && packages+=(python3-pytest python3-torch)
+# make fuzz: clang with libFuzzer and the sanitizer runtimes.
+[ "${1:-}" = fuzz ] && packages+=(clang-22 libclang-rt-22-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -383,7 +383,12 @@ void write(const Value &v, std::string &out, int indent) {
     char buf[32];
     auto [end, ec] = v.integer ? std::to_chars(buf, buf + sizeof buf, *v.integer)
                                : std::to_chars(buf, buf + sizeof buf, v.number);
-    out.append(buf, ec == std::errc() ? end : buf);
+    std::string_view text(buf, ec == std::errc() ? end - buf : 0);
+    out += text;
+    // A number read with a fraction or exponent stays one ("-0", "2" would
+    // read back as integers): printing is stable under reading.
+    if (!v.integer && text.find_first_of(".eE") == std::string_view::npos)
+      out += ".0";
     return;
   }
   case Value::Kind::String:

@@ -38,6 +38,9 @@ rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
                  " must be a positive power of two");
   if (options.forcedSplits < 0)
     return error("splits must be positive, got ", options.forcedSplits);
+  if (options.forcedSplits > options.maxSplitsPerSeq)
+    return error("splits ", options.forcedSplits, " exceed the combine's fan-in of ",
+                 options.maxSplitsPerSeq);
   if (options.minTilesPerItem <= 0 || options.maxSplitsPerSeq <= 0)
     return error("minTilesPerItem and maxSplitsPerSeq must be positive");
   if (!options.workgroupsPerItem.empty() &&

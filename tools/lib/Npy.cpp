@@ -65,7 +65,11 @@ llvm::Expected<NpyArray> mla::readNpy(const std::string &path) {
                                               /*RequiresNullTerminator=*/false);
   if (!bufferOr)
     return fail(path, "cannot read: " + bufferOr.getError().message());
-  StringRef bytes = (*bufferOr)->getBuffer();
+  return parseNpy((*bufferOr)->getBuffer(), path);
+}
+
+llvm::Expected<NpyArray> mla::parseNpy(llvm::StringRef bytes,
+                                       const std::string &path) {
   if (bytes.size() < 10 || !bytes.starts_with("\x93NUMPY"))
     return fail(path, "not a .npy file (bad magic)");
   unsigned major = static_cast<uint8_t>(bytes[6]);

@@ -9,6 +9,7 @@
 #ifndef MLA_TOOLS_NPY_H
 #define MLA_TOOLS_NPY_H
 
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -29,6 +30,9 @@ struct NpyArray {
 };
 
 llvm::Expected<NpyArray> readNpy(const std::string &path);
+/// The same from the file's bytes; `path` names it in messages.
+llvm::Expected<NpyArray> parseNpy(llvm::StringRef bytes,
+                                  const std::string &path);
 llvm::Error writeNpy(const std::string &path, const std::string &dtype,
                      const std::vector<int64_t> &shape, const void *data,
                      size_t numBytes);

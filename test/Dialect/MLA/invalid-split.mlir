@@ -88,6 +88,21 @@ func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xf8E4M3FN>, %s: tensor<
 
 // -----
 
+// Found by fuzzing (fuzz/corpus/mlir): a config on a decode without its
+// kv_format made the config check read the missing attribute; the op's own
+// error is reported instead.
+func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>) {
+  // expected-error @+1 {{requires attribute 'kv_format'}}
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xbf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+      {mla.config = #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>,
+       mla.target = #mla.target<name = "small", arch = "gfx950", compute_units = 8, xcds = 1, wave_size = 64, lds_bytes = 65536, vector_registers = 512, hbm_gbps = 100, matrix_instructions = []>}
+      -> tensor<?x16x512xbf16>
+  return
+}
+
+// -----
+
 func.func @f(%kvp: tensor<?xi32>) {
   // expected-error @+1 {{work_items must have shape [num_items, 4], got [?, 3]}}
   %i, %p = mla.plan_splits %kvp {

@@ -162,9 +162,16 @@ LogicalResult MLADialect::verifyOperationAttribute(Operation *op,
   if (!decode)
     return op->emitError() << "'" << kConfigAttrName
                            << "' configures mla.decode ops only";
-  // The op's own verifier reports a malformed q; attributes run first.
-  RankedTensorType qType = decode.getQ().getType();
-  if (qType.getRank() != 3 || ShapedType::isDynamic(qType.getDimSize(1)) ||
+  // Attributes are verified before the op's own invariants, so the op may
+  // lack its kv_format or have a q of any type here (the generic form can
+  // say anything): its verifier reports those; read nothing it has not
+  // checked yet.
+  auto qType = op->getNumOperands() > 0
+                   ? dyn_cast<RankedTensorType>(op->getOperand(0).getType())
+                   : RankedTensorType();
+  KVFormatAttr format = decode.getProperties().kv_format;
+  if (!qType || !format || qType.getRank() != 3 ||
+      ShapedType::isDynamic(qType.getDimSize(1)) ||
       ShapedType::isDynamic(qType.getDimSize(2)))
     return success();
   auto target = op->getAttrOfType<TargetAttr>(kTargetAttrName);
@@ -172,6 +179,6 @@ LogicalResult MLADialect::verifyOperationAttribute(Operation *op,
     return op->emitError() << "'" << kConfigAttrName << "' needs an '"
                            << kTargetAttrName << "' beside it";
   return verifyConfigForDecode([&] { return op->emitOpError(); }, target,
-                               config, decode.getKvFormat(),
-                               decode.getNumHeads(), decode.getQKHeadDim());
+                               config, format.getValue(), qType.getDimSize(1),
+                               qType.getDimSize(2));
 }
