@@ -4,7 +4,10 @@
 // device memory. FAKE_HIP_DEVICE_COUNT (default 1) and FAKE_HIP_ARCH
 // (default "gfx950:sramecc+:xnack-") choose the machine; launches are
 // recorded, kernarg bytes included, and checked for the `extra` protocol
-// HIP requires, so tests can see exactly what the backend passed.
+// HIP requires, so tests can see exactly what the backend passed. A test can
+// make the next call of any function fail (fakeHipFailNext) and count the
+// allocations and modules still alive, to see that every failure is
+// reported and nothing leaks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +26,21 @@ struct Launch {
 };
 std::mutex mutex;
 std::vector<Launch> launches;
+std::string failNext; // the function whose next call fails
+int failStatus = 0;
+int liveAllocations = 0, liveModules = 0;
+
+/// The injected failure of `function`, once; 0 otherwise.
+int injected(const char *function) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (failNext != function)
+    return 0;
+  failNext.clear();
+  return failStatus;
+}
+#define FAIL_IF_INJECTED(function)                                             \
+  if (int status_ = injected(function))                                        \
+    return status_;
 
 int deviceCount() {
   const char *count = std::getenv("FAKE_HIP_DEVICE_COUNT");
@@ -47,14 +65,23 @@ int hipGetDevicePropertiesR0600(void *props, int device) {
   return 0;
 }
 int hipModuleLoadData(void **module, const void *image) {
+  FAIL_IF_INJECTED("hipModuleLoadData");
   // An ELF code object, or hipErrorInvalidImage.
   if (std::memcmp(image, "\x7f" "ELF", 4) != 0)
     return 200;
   *module = const_cast<void *>(image);
+  std::lock_guard<std::mutex> lock(mutex);
+  ++liveModules;
   return 0;
 }
-int hipModuleUnload(void *) { return 0; }
+int hipModuleUnload(void *) {
+  FAIL_IF_INJECTED("hipModuleUnload");
+  std::lock_guard<std::mutex> lock(mutex);
+  --liveModules;
+  return 0;
+}
 int hipModuleGetFunction(void **function, void *, const char *name) {
+  FAIL_IF_INJECTED("hipModuleGetFunction");
   *function = strdup(name); // leaked: a test process
   return 0;
 }
@@ -62,6 +89,7 @@ int hipModuleLaunchKernel(void *function, unsigned gx, unsigned gy,
                           unsigned gz, unsigned bx, unsigned by, unsigned bz,
                           unsigned sharedMemBytes, void *stream,
                           void **kernelParams, void **extra) {
+  FAIL_IF_INJECTED("hipModuleLaunchKernel");
   if (kernelParams || !extra || extra[0] != (void *)1 ||
       extra[2] != (void *)2 || extra[4] != (void *)3 || sharedMemBytes != 0)
     return 1; // hipErrorInvalidValue
@@ -75,23 +103,48 @@ int hipModuleLaunchKernel(void *function, unsigned gx, unsigned gy,
   return 0;
 }
 int hipMalloc(void **ptr, size_t bytes) {
+  FAIL_IF_INJECTED("hipMalloc");
   *ptr = std::malloc(bytes);
-  return *ptr ? 0 : 2;
+  if (!*ptr)
+    return 2;
+  std::lock_guard<std::mutex> lock(mutex);
+  ++liveAllocations;
+  return 0;
 }
 int hipFree(void *ptr) {
+  FAIL_IF_INJECTED("hipFree");
   std::free(ptr);
+  std::lock_guard<std::mutex> lock(mutex);
+  --liveAllocations;
   return 0;
 }
 int hipMemcpy(void *dst, const void *src, size_t bytes, int) {
+  FAIL_IF_INJECTED("hipMemcpy");
   std::memcpy(dst, src, bytes);
   return 0;
 }
-int hipStreamSynchronize(void *) { return 0; }
+int hipStreamSynchronize(void *) {
+  FAIL_IF_INJECTED("hipStreamSynchronize");
+  return 0;
+}
 const char *hipGetErrorString(int status) {
   return status == 0 ? "hipSuccess" : "fake HIP error";
 }
 
 // For the tests.
+void fakeHipFailNext(const char *function, int status) {
+  std::lock_guard<std::mutex> lock(mutex);
+  failNext = function;
+  failStatus = status;
+}
+int fakeHipLiveAllocations() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return liveAllocations;
+}
+int fakeHipLiveModules() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return liveModules;
+}
 int fakeHipLaunchCount() {
   std::lock_guard<std::mutex> lock(mutex);
   return static_cast<int>(launches.size());

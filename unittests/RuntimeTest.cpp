@@ -869,3 +869,120 @@ TEST_F(FakeHip, PacksKernelArgumentsFromMetadata) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Failure injection: every driver call of the hip backend fails in turn
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The first failure of one decode on a hip context (load, buffers, copies,
+/// plan, launch, synchronize, copy back), or MLA_SUCCESS; every buffer
+/// and the kernel are released on every path, as a caller would.
+struct DriverRun {
+  mla_status status = MLA_SUCCESS;
+  std::string step, message;
+
+  bool failed(mla_status s, const char *what) {
+    if (s != MLA_SUCCESS && status == MLA_SUCCESS) {
+      status = s;
+      step = what;
+      message = mla_last_error();
+    }
+    return s != MLA_SUCCESS;
+  }
+};
+
+DriverRun decodeOnHip(mla_context context, const DecodeProblem &p) {
+  DriverRun run;
+  std::string bytes = fp8Artifact();
+  mla_kernel kernel = nullptr;
+  if (run.failed(mla_kernel_load_memory(context, bytes.data(), bytes.size(),
+                                        &kernel),
+                 "load"))
+    return run;
+  mla_plan pl = plan(kernel, p);
+  Launchable host(pl, p);
+  std::vector<void *> buffers;
+  auto device = [&](const void *data, size_t size) -> void * {
+    void *ptr = nullptr;
+    if (run.failed(mla_malloc(context, size, &ptr), "malloc"))
+      return nullptr;
+    buffers.push_back(ptr);
+    if (data)
+      run.failed(mla_copy_to_device(context, ptr, data, size), "copy in");
+    return ptr;
+  };
+  mla_decode_args args = host.args;
+  args.q = device(p.q.data(), p.q.size() * 2);
+  args.kv = device(p.kv.data(), p.kv.size());
+  args.kv_scale = device(&p.fp8Scale, 4);
+  args.qo_indptr = static_cast<const int32_t *>(
+      device(p.qoIndptr.data(), p.qoIndptr.size() * 4));
+  args.kv_indptr = static_cast<const int32_t *>(
+      device(p.kvIndptr.data(), p.kvIndptr.size() * 4));
+  args.work_list = device(host.workList.data(), host.workList.size() * 4);
+  args.out = device(nullptr, host.out.size() * 2);
+  args.lse = static_cast<float *>(device(nullptr, host.lse.size() * 4));
+  args.workspace = device(nullptr, host.workspace.size());
+  if (run.status == MLA_SUCCESS &&
+      !run.failed(mla_launch(kernel, pl, &args, nullptr), "launch") &&
+      !run.failed(mla_synchronize(context, nullptr), "synchronize"))
+    run.failed(mla_copy_to_host(context, host.out.data(), args.out,
+                                host.out.size() * 2),
+               "copy out");
+  for (void *ptr : buffers)
+    if (run.failed(mla_free(context, ptr), "free"))
+      mla_free(context, ptr); // a free that failed is retried
+  mla_plan_destroy(pl);
+  mla_kernel_destroy(kernel);
+  return run;
+}
+} // namespace
+
+/// Each driver call the hip backend makes fails once, in turn: the failure
+/// surfaces as its documented status with the call's name, nothing stays
+/// allocated or loaded, and the same context then runs the decode.
+TEST_F(FakeHip, EveryDriverFailureIsReportedAndRecovered) {
+  void *fake = dlopen(MLA_FAKE_HIP_PATH, RTLD_NOW);
+  ASSERT_NE(fake, nullptr);
+  auto failNext = reinterpret_cast<void (*)(const char *, int)>(
+      dlsym(fake, "fakeHipFailNext"));
+  auto liveAllocations =
+      reinterpret_cast<int (*)()>(dlsym(fake, "fakeHipLiveAllocations"));
+  auto liveModules =
+      reinterpret_cast<int (*)()>(dlsym(fake, "fakeHipLiveModules"));
+  ASSERT_TRUE(failNext && liveAllocations && liveModules);
+
+  ContextGuard g;
+  ASSERT_EQ(mla_context_create(MLA_BACKEND_HIP, 0, &g.context), MLA_SUCCESS)
+      << mla_last_error();
+  DecodeProblem p = smallProblem({70, 300}, 2);
+  int allocations = liveAllocations(), modules = liveModules();
+  struct Case {
+    const char *function, *step;
+    mla_status status;
+  };
+  const Case cases[] = {
+      {"hipModuleLoadData", "load", MLA_ERROR_INVALID_ARTIFACT},
+      {"hipModuleGetFunction", "load", MLA_ERROR_INVALID_ARTIFACT},
+      {"hipMalloc", "malloc", MLA_ERROR_INTERNAL},
+      {"hipMemcpy", "copy in", MLA_ERROR_INTERNAL},
+      {"hipModuleLaunchKernel", "launch", MLA_ERROR_LAUNCH_FAILED},
+      {"hipStreamSynchronize", "synchronize", MLA_ERROR_LAUNCH_FAILED},
+      {"hipFree", "free", MLA_ERROR_INTERNAL},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.function);
+    failNext(c.function, 999);
+    DriverRun failing = decodeOnHip(g.context, p);
+    EXPECT_EQ(failing.status, c.status) << failing.message;
+    EXPECT_EQ(failing.step, c.step);
+    EXPECT_NE(failing.message.find("fake HIP error (999)"), std::string::npos)
+        << failing.message;
+    EXPECT_EQ(liveAllocations(), allocations);
+    EXPECT_EQ(liveModules(), modules);
+    // The context is still good.
+    DriverRun again = decodeOnHip(g.context, p);
+    EXPECT_EQ(again.status, MLA_SUCCESS) << again.step << ": " << again.message;
+  }
+}
