@@ -986,3 +986,172 @@ TEST_F(FakeHip, EveryDriverFailureIsReportedAndRecovered) {
     EXPECT_EQ(again.status, MLA_SUCCESS) << again.step << ": " << again.message;
   }
 }
+
+//===----------------------------------------------------------------------===//
+// Manifests that lie under valid CRCs
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A ustar archive of `members`, with valid header checksums.
+std::string tarArchive(
+    const std::vector<std::pair<std::string, std::string>> &members) {
+  std::string archive;
+  for (const auto &[name, data] : members) {
+    char h[512] = {};
+    std::snprintf(h, 100, "%s", name.c_str());
+    std::snprintf(h + 100, 8, "%07o", 0644);
+    std::snprintf(h + 108, 8, "%07o", 0);
+    std::snprintf(h + 116, 8, "%07o", 0);
+    std::snprintf(h + 124, 12, "%011llo", (unsigned long long)data.size());
+    std::snprintf(h + 136, 12, "%011o", 0);
+    h[156] = '0';
+    std::memcpy(h + 257, "ustar", 6);
+    std::memcpy(h + 263, "00", 2);
+    unsigned sum = 0;
+    for (int i = 0; i < 512; ++i)
+      sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(h[i]);
+    std::snprintf(h + 148, 8, "%06o", sum);
+    h[155] = ' ';
+    archive.append(h, 512);
+    archive += data;
+    archive.append((512 - data.size() % 512) % 512, '\0');
+  }
+  return archive + std::string(1024, '\0');
+}
+
+/// The members of an archive serializeArtifact wrote (its layout is known).
+std::vector<std::pair<std::string, std::string>>
+tarMembers(const std::string &archive) {
+  std::vector<std::pair<std::string, std::string>> members;
+  size_t pos = 0;
+  while (pos + 512 <= archive.size() && archive[pos] != '\0') {
+    std::string name(archive.c_str() + pos);
+    size_t size = std::stoull(archive.substr(pos + 124, 11), nullptr, 8);
+    members.push_back({name, archive.substr(pos + 512, size)});
+    pos += 512 + (size + 511) / 512 * 512;
+  }
+  return members;
+}
+
+mla_status loadBytes(const std::string &bytes) {
+  ContextGuard g;
+  EXPECT_EQ(mla_context_create(MLA_BACKEND_CPU, 0, &g.context), MLA_SUCCESS);
+  mla_kernel kernel = nullptr;
+  mla_status status =
+      mla_kernel_load_memory(g.context, bytes.data(), bytes.size(), &kernel);
+  if (kernel)
+    mla_kernel_destroy(kernel);
+  return status;
+}
+} // namespace
+
+/// An artifact whose CRCs are all valid but whose manifest describes
+/// something a backend must not launch is refused at load, with the field.
+TEST(Runtime, LyingManifestsAreRejectedAtLoad) {
+  auto original = parseArtifact(fp8Artifact());
+  ASSERT_TRUE(bool(original)) << original.takeError().message();
+  struct Lie {
+    const char *what;
+    std::function<void(Artifact &)> apply;
+    const char *message;
+  };
+  const Lie lies[] = {
+      {"kernarg offset past the segment",
+       [](Artifact &a) {
+         a.kernels[0].args[1].fields[3].first = a.kernels[0].kernargBytes;
+       },
+       "lies outside the 632-byte kernarg segment"},
+      {"too few kernarg fields",
+       [](Artifact &a) { a.kernels[0].args[0].fields.pop_back(); },
+       "kernarg fields for 9 descriptor words"},
+      {"unknown kernel", [](Artifact &a) { a.kernels[1].name = "evil"; },
+       "expected kernel mla_combine"},
+      {"a third kernel",
+       [](Artifact &a) { a.kernels.push_back(a.kernels[1]); },
+       "expected kernel none"},
+      {"unknown argument",
+       [](Artifact &a) { a.kernels[0].args[0].name = "host_pointer"; },
+       "unknown kernel argument 'host_pointer'"},
+      {"negative dimension",
+       [](Artifact &a) { a.kernels[0].args[0].dims[1] = "-16"; },
+       "size '-16': size out of range"},
+      {"huge dimension",
+       [](Artifact &a) { a.kernels[0].args[0].dims[2] = "99999999999"; },
+       "size out of range"},
+      {"unknown size symbol",
+       [](Artifact &a) { a.kernels[0].grid[0] = "num_bytes"; },
+       "unknown size symbol 'num_bytes'"},
+      {"zero block", [](Artifact &a) { a.kernels[0].block[1] = 0; },
+       "block size out of range"},
+      {"oversized workgroup",
+       [](Artifact &a) { a.kernels[0].block = {1024, 2, 1}; },
+       "launch sizes out of range"},
+      {"huge head count", [](Artifact &a) { a.numHeads = int64_t(1) << 40; },
+       "sizes are out of range"},
+      {"huge kernarg segment",
+       [](Artifact &a) { a.kernels[1].kernargBytes = int64_t(1) << 33; },
+       "launch sizes out of range"},
+  };
+  for (const Lie &lie : lies) {
+    SCOPED_TRACE(lie.what);
+    Artifact a = *original;
+    lie.apply(a);
+    EXPECT_EQ(loadBytes(serializeArtifact(a)), MLA_ERROR_INVALID_ARTIFACT);
+    EXPECT_NE(std::string(mla_last_error()).find(lie.message),
+              std::string::npos)
+        << mla_last_error();
+  }
+
+  // Lies about the members, told in the manifest's text.
+  auto members = tarMembers(fp8Artifact());
+  ASSERT_EQ(members.size(), 4u);
+  std::string manifest = members[0].second;
+  size_t files = manifest.find("\"files\": [");
+  size_t open = manifest.find('{', files), close = manifest.find('}', open);
+  std::string entry = manifest.substr(open, close - open + 1);
+  auto withManifest = [&](const std::string &text, bool dropLast = false) {
+    auto copy = members;
+    copy[0].second = text;
+    if (dropLast)
+      copy.pop_back();
+    return tarArchive(copy);
+  };
+  // The archive reads back as it was written (the helpers are right).
+  EXPECT_EQ(loadBytes(withManifest(manifest)), MLA_SUCCESS) << mla_last_error();
+
+  std::string listedTwice = manifest;
+  listedTwice.insert(open, entry + ",");
+  EXPECT_EQ(loadBytes(withManifest(listedTwice)), MLA_ERROR_INVALID_ARTIFACT);
+  EXPECT_NE(std::string(mla_last_error()).find("is listed twice"),
+            std::string::npos)
+      << mla_last_error();
+
+  std::string size = "\"bytes\": ";
+  size_t at = manifest.find(size, open) + size.size();
+  std::string biggerMember = manifest;
+  biggerMember.insert(at, "1");
+  EXPECT_EQ(loadBytes(withManifest(biggerMember)), MLA_ERROR_INVALID_ARTIFACT);
+  EXPECT_NE(std::string(mla_last_error()).find("the manifest says"),
+            std::string::npos)
+      << mla_last_error();
+
+  std::string unlisted = manifest;
+  unlisted.erase(open, close - open + 2); // the entry and its comma
+  EXPECT_EQ(loadBytes(withManifest(unlisted)), MLA_ERROR_INVALID_ARTIFACT);
+  EXPECT_NE(std::string(mla_last_error())
+                .find("holds members the manifest does not list"),
+            std::string::npos)
+      << mla_last_error();
+
+  EXPECT_EQ(loadBytes(withManifest(manifest, /*dropLast=*/true)),
+            MLA_ERROR_INVALID_ARTIFACT);
+  EXPECT_NE(std::string(mla_last_error()).find("is missing"), std::string::npos)
+      << mla_last_error();
+
+  std::string duplicateKey = manifest;
+  duplicateKey.insert(1, "\"version\": 1,");
+  EXPECT_EQ(loadBytes(withManifest(duplicateKey)), MLA_ERROR_INVALID_ARTIFACT);
+  EXPECT_NE(std::string(mla_last_error()).find("duplicate key 'version'"),
+            std::string::npos)
+      << mla_last_error();
+}

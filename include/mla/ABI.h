@@ -62,6 +62,22 @@ constexpr std::string_view kPartialOut = "partial_out";
 constexpr std::string_view kPartialLse = "partial_lse";
 } // namespace arg
 
+/// The kernels an artifact describes, launched in this order.
+namespace kernel {
+constexpr std::string_view kPartial = "mla_partial_decode";
+constexpr std::string_view kCombine = "mla_combine";
+} // namespace kernel
+
+/// Limits a manifest must respect (its sizes are checked before use): the
+/// op's head counts and widths, and the hardware's launch limits.
+namespace limits {
+constexpr int64_t kMaxHeads = 1024, kMaxHeadDim = 4096;
+constexpr int64_t kMaxComputeUnits = 1 << 16;
+constexpr int64_t kMaxWorkgroupSize = 1024;
+constexpr int64_t kMaxKernargBytes = 4096;
+constexpr int64_t kMaxLdsBytes = 1 << 20;
+} // namespace limits
+
 /// Size symbols a kernel argument's dims and a kernel's grid may use; the
 /// runtime substitutes them from the plan at launch.
 namespace dim {

@@ -99,8 +99,8 @@ describeKernel(llvm::StringRef name, mlir::DictionaryAttr launch,
   return kernel;
 }
 
-constexpr llvm::StringLiteral kKernelNames[] = {"mla_partial_decode",
-                                                "mla_combine"};
+constexpr std::string_view kKernelNames[] = {kernel::kPartial,
+                                            kernel::kCombine};
 } // namespace
 
 llvm::Expected<CodeObject> mla::compileCodeObject(mlir::ModuleOp module) {

@@ -1347,9 +1347,9 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
     for (PartialDecodeOp op : partials)
       record(op, PartialKernel(op, factsOf[op].xcds, factsOf[op].ldsLimit,
                                testHazard)
-                     .build(kb, "mla_partial_decode"));
+                     .build(kb, kernel::kPartial));
     for (CombineOp op : combines)
-      record(op, buildCombineKernel(op, kb, "mla_combine"));
+      record(op, buildCombineKernel(op, kb, kernel::kCombine));
   }
 };
 } // namespace

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -306,6 +307,63 @@ void readKernel(ManifestReader &r, const json::Value *o,
     kernel.args.push_back(std::move(arg));
   }
 }
+/// A kernel description a backend can launch as it is: the expected kernel
+/// in its place, sane launch sizes, size expressions that resolve, only
+/// known arguments, each with one kernarg field per descriptor word inside
+/// the kernarg segment. A manifest with valid CRCs may still lie; this is
+/// where it is caught, before any launch.
+rt::Error checkKernel(const ArtifactKernel &k, size_t index) {
+  std::string where = "kernels[" + std::to_string(index) + "] (" + k.name + ")";
+  std::string_view expected = index == 0 ? kernel::kPartial : kernel::kCombine;
+  if (index > 1 || k.name != expected)
+    return invalid(where, ": expected kernel ",
+                   index > 1 ? std::string_view("none") : expected);
+  int64_t threads = 1;
+  for (int64_t b : k.block) {
+    if (b <= 0 || b > limits::kMaxWorkgroupSize)
+      return invalid(where, ": block size out of range");
+    threads *= b;
+  }
+  if (threads > limits::kMaxWorkgroupSize || k.ldsBytes < 0 ||
+      k.ldsBytes > limits::kMaxLdsBytes || k.kernargBytes < 0 ||
+      k.kernargBytes > limits::kMaxKernargBytes)
+    return invalid(where, ": launch sizes out of range");
+  // Every size expression resolves when the symbols have values.
+  const std::vector<std::pair<std::string_view, int64_t>> symbols = {
+      {dim::kTokens, 1}, {dim::kKVRows, 1}, {dim::kSeqsPlusOne, 2},
+      {dim::kSequences, 1}, {dim::kWorkItems, 1}};
+  for (const std::string &g : k.grid)
+    if (auto size = resolveDim(g, symbols); !size)
+      return size.takeError().context(where + ": grid: ");
+  const std::string_view known[] = {
+      arg::kQ,          arg::kKV,         arg::kKVScale,    arg::kQoIndptr,
+      arg::kKVIndptr,   arg::kWorkItems,  arg::kItemIndptr, arg::kOut,
+      arg::kLse,        arg::kPartialOut, arg::kPartialLse};
+  for (const ArtifactKernelArg &arg : k.args) {
+    if (std::find(std::begin(known), std::end(known), arg.name) ==
+        std::end(known))
+      return invalid(where, ": unknown kernel argument '", arg.name, "'");
+    if (arg.dims.empty() || arg.dims.size() > 8)
+      return invalid(where, ": argument ", arg.name, " has ", arg.dims.size(),
+                     " dims");
+    for (const std::string &d : arg.dims)
+      if (auto size = resolveDim(d, symbols); !size)
+        return size.takeError().context(where + ": " + arg.name + ": ");
+    if (k.kernargBytes == 0 && arg.fields.empty())
+      continue; // no code object: nothing is packed
+    if (arg.fields.size() != 3 + 2 * arg.dims.size())
+      return invalid(where, ": argument ", arg.name, " has ",
+                     arg.fields.size(), " kernarg fields for ",
+                     3 + 2 * arg.dims.size(), " descriptor words");
+    for (auto [offset, size] : arg.fields)
+      if (offset < 0 || (size != 4 && size != 8) ||
+          offset > k.kernargBytes - size)
+        return invalid(where, ": a kernarg field of ", arg.name,
+                       " lies outside the ", k.kernargBytes,
+                       "-byte kernarg segment");
+  }
+  return rt::Error::success();
+}
 } // namespace
 
 std::string mla::serializeArtifact(const Artifact &a) {
@@ -415,10 +473,15 @@ rt::Expected<Artifact> mla::parseArtifact(std::string_view bytes) {
   if (!parsedFormat)
     return invalid("unknown kv_format '", kvFormat, "'");
   a.format = *parsedFormat;
-  if (a.numHeads <= 0 || a.qkDim <= 0 || a.vDim <= 0 || a.vDim > a.qkDim ||
-      a.computeUnits <= 0 || a.forcedSplits < 0 ||
-      a.forcedSplits > kMaxSplitsPerSeq || !(a.smScale >= 0.0))
+  if (a.numHeads <= 0 || a.numHeads > limits::kMaxHeads || a.qkDim <= 0 ||
+      a.qkDim > limits::kMaxHeadDim || a.vDim <= 0 || a.vDim > a.qkDim ||
+      a.computeUnits <= 0 || a.computeUnits > limits::kMaxComputeUnits ||
+      a.forcedSplits < 0 || a.forcedSplits > kMaxSplitsPerSeq ||
+      !(a.smScale >= 0.0) || !std::isfinite(a.smScale))
     return invalid("the manifest's sizes are out of range");
+  for (size_t i = 0; i < a.kernels.size(); ++i)
+    if (rt::Error err = checkKernel(a.kernels[i], i))
+      return err;
   if (a.cpuPipeline != "decompose" && a.cpuPipeline != "split")
     return invalid("unknown cpu pipeline '", a.cpuPipeline, "'");
 
