@@ -172,9 +172,7 @@ llvm::Expected<KernelSignature> mla::signatureOf(DecodeOp op) {
                        "needs a static head count and head width to be "
                        "compiled");
   KernelSignature sig{};
-  sig.format = op.getKvFormat() == KVFormat::bf16  ? CacheFormat::BF16
-               : op.getKvFormat() == KVFormat::fp8 ? CacheFormat::FP8
-                                                   : CacheFormat::MXFP4;
+  sig.format = cacheFormat(op.getKvFormat());
   sig.numHeads = qType.getDimSize(1);
   sig.qkDim = qType.getDimSize(2);
   sig.vDim = op.getVHeadDim();

@@ -96,9 +96,7 @@ OwningOpRef<ModuleOp> mla::buildDecodeModule(MLIRContext &ctx,
   auto func = func::FuncOp::create(b, loc, "decode", b.getFunctionType(types, {}));
   b.setInsertionPointToStart(func.addEntryBlock());
   auto arg = [&](unsigned i) { return func.getArgument(i); };
-  KVFormat format = sig.format == CacheFormat::BF16  ? KVFormat::bf16
-                    : sig.format == CacheFormat::FP8 ? KVFormat::fp8
-                                                     : KVFormat::mxfp4;
+  KVFormat format = kvFormat(sig.format);
   FloatAttr smScale =
       sig.smScale > 0.0 ? b.getF32FloatAttr(static_cast<float>(sig.smScale))
                         : FloatAttr();

@@ -78,7 +78,8 @@ struct MLASelectConfigPass
       if (!config ||
           failed(verifyConfigForDecode(emitError, target, config,
                                        op.getKvFormat(), heads,
-                                       op.getQKHeadDim())))
+                                       op.getQKHeadDim(),
+                                       static_cast<int64_t>(op.getVHeadDim()))))
         return WalkResult::interrupt();
       op->setAttr(MLADialect::kTargetAttrName, target);
       op->setAttr(MLADialect::kConfigAttrName, config);

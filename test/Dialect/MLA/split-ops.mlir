@@ -33,13 +33,13 @@ func.func @split_level(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xf8E4M3FN>, %
 
 // A balanced config omits `splits`.
 // CHECK-LABEL: func @balanced
-// CHECK: mla.config = #mla.config<kv_tile = 64, heads_per_workgroup = 32, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>
+// CHECK: mla.config = #mla.config<kv_tile = 32, heads_per_workgroup = 32, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>
 func.func @balanced(%q: tensor<?x32x576xbf16>, %kv: tensor<?x576xbf16>,
                     %qo: tensor<?xi32>, %kvp: tensor<?xi32>) -> tensor<?x32x512xbf16> {
   %o = mla.decode q(%q : tensor<?x32x576xbf16>) kv(%kv : tensor<?x576xbf16>)
          indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
          {kv_format = #mla.kv_format<bf16>,
-          mla.config = #mla.config<kv_tile = 64, heads_per_workgroup = 32, waves_per_workgroup = 4,
+          mla.config = #mla.config<kv_tile = 32, heads_per_workgroup = 32, waves_per_workgroup = 4,
                                    pipeline_stages = 2, split_policy = balanced>,
           mla.target = #mla.target<name = "gfx950", arch = "gfx950", compute_units = 256, xcds = 8,
                                    wave_size = 64, lds_bytes = 163840, vector_registers = 512,

@@ -6,6 +6,8 @@ Usage: split_matrix.py MLA_RUN FORMAT
 The batch mixes the edge lengths 0 and 1, lengths below the split count, and
 lengths that are not multiples of any tile; every other combination uses
 sharp attention (score std ~ 4) so a misplaced mask or a wrong rescale shows.
+The split level runs on the host here (--target host): its math, not a GPU
+kernel's limits (bf16 tiles of 64 rows exceed the gfx950 kernel's LDS).
 """
 import subprocess
 import sys
@@ -20,7 +22,7 @@ for splits in (1, 2, 3, 7, 32, 64):
             count += 1
             q_scale = "10000" if count % 2 else "1"
             cmd = [mla_run, "--generate", "--format", fmt, "--pipeline", "split",
-                   "--splits", str(splits), "--kv-tile", str(tile),
+                   "--target", "host", "--splits", str(splits), "--kv-tile", str(tile),
                    "--kv-len", "0,1,5,17,100,1000", "--q-len", str(q_len),
                    "--heads", str(heads), "--seed", str(count),
                    "--q-scale", q_scale]

@@ -83,19 +83,44 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-int64_t mla::estimateLdsBytes(ConfigAttr config, KVFormat format,
-                              int64_t qkDim) {
-  // An mxfp4 row is its packed nibbles plus its E8M0 block scales.
-  int64_t rowBytes = format == KVFormat::bf16   ? 2 * qkDim
-                     : format == KVFormat::fp8  ? qkDim
-                                                : qkDim / 2 + qkDim / 32;
-  return config.getPipelineStages() * config.getKvTile() * rowBytes;
+CacheFormat mla::cacheFormat(KVFormat format) {
+  switch (format) {
+  case KVFormat::bf16:
+    return CacheFormat::BF16;
+  case KVFormat::fp8:
+    return CacheFormat::FP8;
+  case KVFormat::mxfp4:
+    return CacheFormat::MXFP4;
+  }
+  llvm_unreachable("unknown KVFormat");
+}
+
+KVFormat mla::kvFormat(CacheFormat format) {
+  switch (format) {
+  case CacheFormat::BF16:
+    return KVFormat::bf16;
+  case CacheFormat::FP8:
+    return KVFormat::fp8;
+  case CacheFormat::MXFP4:
+    return KVFormat::mxfp4;
+  }
+  llvm_unreachable("unknown CacheFormat");
+}
+
+PartialKernelPlan mla::partialKernelPlan(ConfigAttr config, KVFormat format,
+                                         int64_t numHeads, int64_t qkDim,
+                                         int64_t vDim) {
+  return PartialKernelPlan(PartialKernelShape{
+      cacheFormat(format), numHeads, qkDim, vDim, config.getKvTile(),
+      config.getPipelineStages(), config.getHeadsPerWorkgroup(),
+      config.getWavesPerWorkgroup()});
 }
 
 LogicalResult
 mla::verifyConfigForDecode(function_ref<InFlightDiagnostic()> emitError,
                            TargetAttr target, ConfigAttr config,
-                           KVFormat format, int64_t numHeads, int64_t qkDim) {
+                           KVFormat format, int64_t numHeads, int64_t qkDim,
+                           int64_t vDim) {
   if (numHeads % config.getHeadsPerWorkgroup() != 0)
     return emitError() << "heads_per_workgroup = "
                        << config.getHeadsPerWorkgroup()
@@ -105,13 +130,16 @@ mla::verifyConfigForDecode(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "waves_per_workgroup = "
                        << config.getWavesPerWorkgroup() << " gives " << threads
                        << " threads, more than 1024";
-  // A target without workgroup memory (the host) has no LDS budget.
+  // A target without workgroup memory (the host) has no LDS budget; on a
+  // GPU the partial kernel's plan says what it needs.
   if (target.getLdsBytes() > 0) {
-    int64_t lds = estimateLdsBytes(config, format, qkDim);
+    int64_t lds =
+        partialKernelPlan(config, format, numHeads, qkDim, vDim).ldsBytes();
     if (lds > target.getLdsBytes())
       return emitError() << "config needs " << lds << " bytes of LDS ("
                          << config.getPipelineStages() << " stages x "
-                         << config.getKvTile() << " kv rows), "
+                         << config.getKvTile()
+                         << " kv rows, scores, P and row factors), "
                          << "target " << target.getName() << " has "
                          << target.getLdsBytes();
   }
@@ -180,5 +208,8 @@ LogicalResult MLADialect::verifyOperationAttribute(Operation *op,
                            << kTargetAttrName << "' beside it";
   return verifyConfigForDecode([&] { return op->emitOpError(); }, target,
                                config, format.getValue(), qType.getDimSize(1),
-                               qType.getDimSize(2));
+                               qType.getDimSize(2),
+                               decode.getProperties().v_head_dim
+                                   ? decode.getProperties().v_head_dim.getInt()
+                                   : 512);
 }

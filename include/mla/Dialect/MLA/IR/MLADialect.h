@@ -9,6 +9,7 @@
 #define MLA_DIALECT_MLA_IR_MLADIALECT_H
 
 #include "mla/ABI.h"
+#include "mla/Target/PartialKernelPlan.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -27,16 +28,21 @@
 
 namespace mla {
 
-/// LDS bytes one workgroup needs under `config`: `pipeline_stages` KV tiles
-/// of the cache's row size. Q and the accumulators live in registers.
-int64_t estimateLdsBytes(ConfigAttr config, KVFormat format, int64_t qkDim);
+/// The op's cache format as the ABI names it, and back.
+CacheFormat cacheFormat(KVFormat format);
+KVFormat kvFormat(CacheFormat format);
+
+/// The gfx950 partial kernel's plan for a decode under `config`.
+PartialKernelPlan partialKernelPlan(ConfigAttr config, KVFormat format,
+                                    int64_t numHeads, int64_t qkDim,
+                                    int64_t vDim);
 
 /// Checks `config` against the target and the op it configures: head
-/// grouping divides H, the workgroup fits, the LDS fits.
+/// grouping divides H, the workgroup fits, the partial kernel's LDS fits.
 mlir::LogicalResult
 verifyConfigForDecode(llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
                       TargetAttr target, ConfigAttr config, KVFormat format,
-                      int64_t numHeads, int64_t qkDim);
+                      int64_t numHeads, int64_t qkDim, int64_t vDim);
 } // namespace mla
 
 #endif // MLA_DIALECT_MLA_IR_MLADIALECT_H

@@ -1,0 +1,130 @@
+//===- PartialKernelPlan.h - the gfx950 partial kernel's plan ---*- C++ -*-===//
+//
+// One object says how the gfx950 partial-decode kernel is laid out for a
+// decode's shapes and config: how each cache format computes (the format
+// strategy), how query rows map to waves and workgroups, how a KV tile
+// moves to LDS, and every LDS buffer. The config verifier checks a config
+// against the target with it, and mla-to-gpu builds the kernel from it, so
+// the two cannot disagree about what fits.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_TARGET_PARTIALKERNELPLAN_H
+#define MLA_TARGET_PARTIALKERNELPLAN_H
+
+#include "mla/ABI.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mla {
+
+/// How QK runs: bf16 MFMAs on bf16 Q and K, or scaled fp8 MFMAs with Q in
+/// two fp8 parts and K as the cache holds it (fp8, or E2M1 with its E8M0
+/// block scales in the instruction).
+enum class QKPath { Bf16Mfma, ScaledMfma };
+/// How P reaches the PV MFMAs: bf16, or fp8 in two parts (p·448 ≈ hi +
+/// lo/16).
+enum class PEncoding { Bf16, Fp8TwoParts };
+/// How V reaches the PV MFMAs: straight from the KV tile, or decoded from
+/// E2M1 into a bf16 half tile first (mxfp4: V's block scales run along the
+/// output columns, not along the rows PV sums over).
+enum class PVPath { FromTile, DecodedHalfTiles };
+
+struct FormatStrategy {
+  QKPath qk;
+  PEncoding p;
+  PVPath pv;
+  /// The cache carries E8M0 block scales that move to LDS with the tile.
+  bool blockScales;
+};
+
+/// What an LDS buffer holds, for the element type the kernel gives it.
+enum class LdsElement { Cache, F32, P, BF16, E8M0 };
+
+struct LdsBuffer {
+  const char *role; // "kv_tiles", "scores", ...
+  std::vector<int64_t> shape;
+  LdsElement element;
+  int64_t elementBytes;
+  int64_t bytes() const;
+};
+
+/// The decode's shapes and config the plan is made for.
+struct PartialKernelShape {
+  CacheFormat format;
+  int64_t numHeads, qkDim, vDim;
+  int64_t kvTile, pipelineStages, headsPerWorkgroup, wavesPerWorkgroup;
+};
+
+class PartialKernelPlan {
+public:
+  static constexpr int64_t kWaveSize = 64;
+  /// Waves per workgroup, 16 query rows (heads) each.
+  static constexpr int64_t kWaves = 4;
+  static constexpr int64_t kThreads = kWaveSize * kWaves;
+  static constexpr int64_t kRowsPerWave = 16;
+  /// Bytes per lane and LDS DMA (gather_to_lds).
+  static constexpr int64_t kDmaBytes = 16;
+  /// mxfp4: V rows decoded into bf16 at a time.
+  static constexpr int64_t kVHalfRows = 32;
+
+  explicit PartialKernelPlan(const PartialKernelShape &shape);
+
+  const PartialKernelShape &shape() const { return s; }
+  FormatStrategy strategy() const;
+  bool isBF16() const { return s.format == CacheFormat::BF16; }
+  bool isMXFP4() const { return s.format == CacheFormat::MXFP4; }
+
+  /// Why the kernel cannot be built for these shapes and this config within
+  /// `ldsLimit` bytes of LDS, if it cannot.
+  std::optional<std::string> unsupported(int64_t ldsLimit) const;
+
+  // Wave mapping: the (token, head) rows of a block of heads_per_workgroup
+  // heads, token-major, in groups of 16 heads; a workgroup's waves take
+  // kWaves consecutive groups.
+  int64_t rowsPerWorkgroup() const { return kWaves * kRowsPerWave; }
+  int64_t groupsPerToken() const { return s.headsPerWorkgroup / kRowsPerWave; }
+  int64_t headBlocks() const { return s.numHeads / s.headsPerWorkgroup; }
+  /// Workgroups (row blocks) per work item, for the longest q_len.
+  int64_t blocksPerItem() const;
+
+  // Rows and tiles.
+  /// Dqk rounded up to the scaled MFMA's K of 128.
+  int64_t paddedQK() const { return (s.qkDim + 127) / 128 * 128; }
+  /// Bytes of one element of the Q/KV tiles (mxfp4: a packed byte).
+  int64_t elementBytes() const { return isBF16() ? 2 : 1; }
+  /// A cache row: bf16 2 bytes per element, fp8 1, mxfp4 1/2.
+  int64_t rowBytes() const;
+  int64_t rowElements() const { return rowBytes() / elementBytes(); }
+  int64_t tileBytes() const { return s.kvTile * rowBytes(); }
+  /// mxfp4: a tile's E8M0 scales move by DMA in 2-byte units (rows are
+  /// Dqk/32 bytes, so wider loads would not stay aligned); the DMA widens
+  /// each unit to a 4-byte LDS word.
+  int64_t scaleUnitsPerRow() const { return s.qkDim / 64; }
+  int64_t scaleUnitsPerTile() const { return s.kvTile * scaleUnitsPerRow(); }
+  int64_t scaleLdsBytes() const { return 4 * scaleUnitsPerTile(); }
+
+  // The tile DMA: wave-sized pieces (64 lanes x 16 bytes of data, or 64
+  // scale units) dealt round-robin to the waves.
+  int64_t dataPieces() const { return tileBytes() / (kWaveSize * kDmaBytes); }
+  int64_t scalePieces() const;
+  int64_t allPieces() const { return dataPieces() + scalePieces(); }
+  int64_t maxGathersPerWave() const { return (allPieces() + kWaves - 1) / kWaves; }
+  /// The fewest gathers any wave issues per tile: how many a wave may leave
+  /// outstanding for the next tile.
+  int64_t minGathersPerWave() const { return allPieces() / kWaves; }
+
+  /// Workgroup memory, in the order of the kernel's attributions.
+  std::vector<LdsBuffer> ldsBuffers() const;
+  int64_t ldsBytes() const;
+
+private:
+  PartialKernelShape s;
+};
+
+} // namespace mla
+
+#endif // MLA_TARGET_PARTIALKERNELPLAN_H

@@ -1,0 +1,132 @@
+//===- CombineKernel.cpp - the gfx950 combine kernel ----------------------===//
+//
+// One workgroup per sequence, 256 threads over its (token, head, column)
+// outputs, merging the sequence's work items' partials by their
+// log-sum-exp; sequences with a single work item were written by the
+// partial kernel and are skipped.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GFX950Kernels.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+constexpr int64_t kThreads = 256;
+} // namespace
+
+gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
+                                       StringRef name) {
+  MLIRContext *ctx = op.getContext();
+  Builder bb(ctx);
+  Location loc = op.getLoc();
+  auto partialOutType = op.getPartialOut().getType();
+  int64_t numHeads = partialOutType.getDimSize(2);
+  int64_t vDim = partialOutType.getDimSize(3);
+  Type f32 = bb.getF32Type(), i32 = bb.getI32Type(), bf16 = bb.getBF16Type();
+  int64_t dyn = ShapedType::kDynamic;
+  SmallVector<Type> args = {
+      MemRefType::get({dyn, kMaxQueryTokens, numHeads, vDim}, f32),
+      MemRefType::get({dyn, kMaxQueryTokens, numHeads}, f32),
+      MemRefType::get({dyn}, i32), MemRefType::get({dyn}, i32),
+      MemRefType::get({dyn, numHeads, vDim}, bf16),
+      MemRefType::get({dyn, numHeads}, f32)};
+  auto func = gpu::GPUFuncOp::create(mb, loc, name,
+                                     FunctionType::get(ctx, args, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), bb.getUnitAttr());
+  func.setKnownBlockSizeAttr(bb.getDenseI32ArrayAttr({kThreads, 1, 1}));
+  func->setAttr("rocdl.flat_work_group_size", bb.getStringAttr("256,256"));
+  func->setAttr(MLADialect::kLaunchAttrName,
+                launchAttr(bb, {std::string(dim::kSequences), "1", "1"},
+                           kThreads, /*ldsBytes=*/0,
+                           {arg::kPartialOut, arg::kPartialLse,
+                            arg::kItemIndptr, arg::kQoIndptr, arg::kOut,
+                            arg::kLse},
+                           args));
+
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(&func.getBody().front());
+  KernelBuilder k{b, loc};
+  Value po = func.getArgument(0), pl = func.getArgument(1),
+        itemIndptr = func.getArgument(2), qoIndptr = func.getArgument(3),
+        out = func.getArgument(4), lseOut = func.getArgument(5);
+  Value c0 = k.idx(0), c1 = k.idx(1);
+  Value seq = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value firstItem = k.loadIndex(itemIndptr, {seq});
+  Value lastItem = k.loadIndex(itemIndptr, {k.add(seq, c1)});
+  Value qBegin = k.loadIndex(qoIndptr, {seq});
+  Value qLen = k.sub(k.loadIndex(qoIndptr, {k.add(seq, c1)}), qBegin);
+  Value negInf = k.f32(-INFINITY);
+  // A sequence with one work item was written by the partial kernel.
+  Value single = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       k.sub(lastItem, firstItem), c1);
+  Value total = arith::SelectOp::create(
+      b, loc, single, c0, k.mul(qLen, k.idx(numHeads * vDim)));
+  // Each thread merges the outputs (token, head, column) it is assigned.
+  scf::ForOp::create(
+      b, loc, tid, total, k.idx(kThreads), ValueRange{},
+      [&](OpBuilder &lb, Location, Value flat, ValueRange) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(lb.getInsertionBlock());
+        Value token = k.div(flat, k.idx(numHeads * vDim));
+        Value head = k.rem(k.div(flat, k.idx(vDim)), k.idx(numHeads));
+        Value col = k.rem(flat, k.idx(vDim));
+        auto maxLoop = scf::ForOp::create(
+            b, loc, firstItem, lastItem, c1, ValueRange{negInf},
+            [&](OpBuilder &ib, Location, Value j, ValueRange c) {
+              OpBuilder::InsertionGuard g2(b);
+              b.setInsertionPointToStart(ib.getInsertionBlock());
+              scf::YieldOp::create(
+                  b, loc, ValueRange{k.fmax(c[0], k.load(pl, {j, token, head}))});
+            });
+        Value maxLse = maxLoop.getResult(0);
+        Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                            maxLse, negInf);
+        Value shift = arith::SelectOp::create(b, loc, empty, k.f32(0.0), maxLse);
+        auto sumLoop = scf::ForOp::create(
+            b, loc, firstItem, lastItem, c1, ValueRange{k.f32(0.0), k.f32(0.0)},
+            [&](OpBuilder &ib, Location, Value j, ValueRange c) {
+              OpBuilder::InsertionGuard g2(b);
+              b.setInsertionPointToStart(ib.getInsertionBlock());
+              Value w = math::ExpOp::create(
+                  b, loc,
+                  arith::SubFOp::create(b, loc, k.load(pl, {j, token, head}),
+                                        shift));
+              Value o = k.load(po, {j, token, head, col});
+              scf::YieldOp::create(
+                  b, loc, ValueRange{k.fadd(c[0], w), k.fadd(c[1], k.fmul(w, o))});
+            });
+        Value weight = sumLoop.getResult(0), merged = sumLoop.getResult(1);
+        Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                           weight, k.f32(0.0));
+        Value value = arith::SelectOp::create(
+            b, loc, seen, arith::DivFOp::create(b, loc, merged, weight),
+            k.f32(0.0));
+        Value tokenRow = k.add(qBegin, token);
+        memref::StoreOp::create(
+            b, loc, arith::TruncFOp::create(b, loc, bf16, value), out,
+            ValueRange{tokenRow, head, col});
+        Value firstCol = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                               col, c0);
+        scf::IfOp::create(b, loc, firstCol, [&](OpBuilder &ib, Location) {
+          OpBuilder::InsertionGuard g2(b);
+          b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+          Value lse = arith::SelectOp::create(
+              b, loc, seen,
+              k.fadd(maxLse, math::LogOp::create(b, loc, weight)), negInf);
+          memref::StoreOp::create(b, loc, lse, lseOut,
+                                  ValueRange{tokenRow, head});
+          scf::YieldOp::create(b, loc);
+        });
+        scf::YieldOp::create(b, loc);
+      });
+  gpu::ReturnOp::create(b, loc);
+  return func;
+}

@@ -1,0 +1,181 @@
+//===- GFX950Kernels.h - the gfx950 kernels mla-to-gpu builds ---*- C++ -*-===//
+//
+// The partial-decode kernel is built stage by stage, one file per stage, in
+// kernel order:
+//
+//   PartialKernel.cpp          signature, work assignment, the KV loop
+//   PartialKernelStaging.cpp   KV tiles global -> LDS by DMA, the waits
+//   PartialKernelQK.cpp        S = Q·Kᵀ (Q resident in registers)
+//   PartialKernelSoftmax.cpp   online softmax, P in LDS
+//   PartialKernelPV.cpp        acc = acc·rescale + P·V
+//   PartialKernelEpilogue.cpp  normalization, output or partials
+//
+// What differs between cache formats is the plan's FormatStrategy; shapes,
+// the wave mapping and the LDS buffers are the plan's too
+// (mla/Target/PartialKernelPlan.h), the same plan the config verifier uses.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_LIB_TRANSFORMS_GFX950KERNELS_H
+#define MLA_LIB_TRANSFORMS_GFX950KERNELS_H
+
+#include "KernelBuilder.h"
+
+#include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/Target/PartialKernelPlan.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <optional>
+#include <string>
+
+namespace mla {
+
+/// Builds the partial-decode kernel for one op's shapes.
+class PartialKernel {
+public:
+  /// `xcds`: the chiplets the chip deals workgroups to (1 when unknown);
+  /// `ldsLimit`: bytes of LDS a workgroup may use; both from the target.
+  PartialKernel(PartialDecodeOp op, int64_t xcds, int64_t ldsLimit,
+                llvm::StringRef testHazard = "");
+
+  /// Why the kernel cannot be built for this op, if it cannot.
+  std::optional<std::string> unsupported() const {
+    return plan.unsupported(ldsLimit);
+  }
+  mlir::gpu::GPUFuncOp build(mlir::OpBuilder &moduleBuilder,
+                             llvm::StringRef name);
+
+private:
+  /// fp8 and mxfp4: the wave's Q as scaled-MFMA A fragments, two fp8 parts.
+  struct ScaledQFragments {
+    llvm::SmallVector<mlir::Value> hi, lo; // vector<32xf8E4M3FN> per K chunk
+    mlir::Value scaleHi, scaleLo; // E8M0 2^e and 2^(e-4) of the lane's head
+  };
+  /// The online softmax's running state of a lane's row.
+  struct SoftmaxState {
+    mlir::Value max, sum;
+  };
+
+  // PartialKernel.cpp
+  llvm::SmallVector<mlir::Type> argTypes(mlir::Builder &b) const;
+  llvm::SmallVector<llvm::StringRef> argNames() const;
+  llvm::SmallVector<mlir::Type> ldsTypes(mlir::Builder &b) const;
+  void bindArguments(mlir::gpu::GPUFuncOp func);
+  /// Workgroup -> (work item, row block); returns whether the block has rows.
+  mlir::Value emitWorkAssignment(mlir::OpBuilder &b);
+  /// The wave's 16 query rows and the lane roles.
+  void emitWaveRows(mlir::OpBuilder &b);
+  void emitBody(mlir::OpBuilder &b);
+  mlir::scf::ForOp emitKVLoop(mlir::OpBuilder &b);
+  void emitLoopStep(mlir::OpBuilder &b, mlir::Value tileStart,
+                    mlir::ValueRange carried);
+
+  // PartialKernelStaging.cpp
+  void emitTileDma(mlir::OpBuilder &b, mlir::Value tileStart,
+                   mlir::Value stage);
+  void emitDataGather(mlir::OpBuilder &b, mlir::Value firstRow,
+                      mlir::Value stage, mlir::Value piece);
+  void emitScaleGather(mlir::OpBuilder &b, mlir::Value firstRow,
+                       mlir::Value stage, mlir::Value piece);
+  /// Puts the next tile in flight and waits for the current one.
+  void emitTileHandoff(mlir::OpBuilder &b, mlir::Value tileIndex,
+                       mlir::Value nextStart);
+
+  // PartialKernelQK.cpp
+  /// The score scale, and fp8/mxfp4's Q fragments, before the loop.
+  void emitQPreload(mlir::OpBuilder &b);
+  /// bf16: the wave's Q tile, read right before the loop.
+  void emitBf16QTile(mlir::OpBuilder &b);
+  ScaledQFragments buildScaledQFragments(mlir::OpBuilder &b);
+  void emitQK(mlir::OpBuilder &b, mlir::Value stage);
+  void emitBf16QK(mlir::OpBuilder &b, mlir::Value stage);
+  void emitScaledQK(mlir::OpBuilder &b, mlir::Value stage);
+  /// fp8: a lane's 32 K bytes of a K tile row for the scaled MFMA, runs
+  /// `chunkBase` + 16·kg + j and `chunkBase` + 64 + 16·kg + j (zero past
+  /// Dqk).
+  mlir::Value fp8Fragment(mlir::OpBuilder &b, mlir::Value stage,
+                          mlir::Value tileRow, int64_t chunkBase,
+                          mlir::Value laneK);
+  /// mxfp4: the E8M0 scale of (tile row, 32-element block) in the LDS copy
+  /// of the tile's scales.
+  mlir::Value loadTileScale(KernelBuilder &k, mlir::Value stage,
+                            mlir::Value tileRow, mlir::Value block);
+
+  // PartialKernelSoftmax.cpp
+  /// Scores of the tile -> P in LDS and the rows' rescale factors in LDS;
+  /// returns the new running state.
+  SoftmaxState emitSoftmax(mlir::OpBuilder &b, mlir::Value tileStart,
+                           SoftmaxState running);
+  void emitPStore(mlir::OpBuilder &b, mlir::Value p, mlir::Value colStart);
+
+  // PartialKernelPV.cpp
+  mlir::Value emitPV(mlir::OpBuilder &b, mlir::Value stage, mlir::Value acc);
+  mlir::Value emitTilePV(mlir::OpBuilder &b, mlir::Value stage,
+                         mlir::Value acc);
+  mlir::Value emitDecodedPV(mlir::OpBuilder &b, mlir::Value stage,
+                            mlir::Value acc);
+  /// The per-row factors in LDS broadcast over an accumulator tile.
+  mlir::Value readRowFactors(mlir::OpBuilder &b);
+
+  // PartialKernelEpilogue.cpp
+  void emitEpilogue(mlir::OpBuilder &b, mlir::scf::ForOp loop);
+
+  mlir::Type elemType(mlir::Builder &b) const;
+  mlir::Type kvMemType(mlir::Builder &b) const;
+  mlir::Type pvType(mlir::Builder &b) const;
+
+  mutable PartialDecodeOp op; // its accessors are not const
+  mlir::Location loc;
+  PartialKernelPlan plan;
+  FormatStrategy strategy;
+  int64_t xcds, ldsLimit;
+  /// Testing only: the synchronization bug to build in (mla-to-gpu
+  /// test-hazard), or "".
+  std::string testHazard;
+  int64_t numHeads, qkDim, vDim, paddedQK, kTileRows, kStages, headsPerWg;
+
+  // What the stages share while the body is built.
+  struct Arguments {
+    mlir::Value q, kv, kvScale, qoIndptr, kvIndptr, workItems, partialOut,
+        partialLse, itemIndptr, out, lse;
+  } args;
+  struct LdsBuffers {
+    mlir::Value kvTiles, scores, p, rowFactors, decodedV, tileScales;
+  } lds;
+  /// The workgroup's work item: its sequence, rows [begin, end) of the
+  /// sequence's cache, its partial slot.
+  struct WorkItem {
+    mlir::Value seq, begin, end, slot, qBegin, qLen, kvBegin, kvLen, lastRow;
+  } item;
+  /// The thread and its wave's rows: group of 16 heads of one token.
+  /// The block's groups of 16 rows: the first, how many, its head block.
+  struct BlockGroups {
+    mlir::Value firstGroup, numGroups, headBlock;
+  } groupsOfBlock;
+  struct WaveRows {
+    mlir::Value tid, wave, lane, isRealRow, token, headGroup, tokenRow,
+        visibleEnd;
+    /// Lane roles in the per-lane code: row = lane / 4 (a head of the
+    /// group), quarter = lane % 4 (a quarter of that row).
+    mlir::Value row, quarter, head;
+  } rows;
+  mlir::Value c0, c1;
+  /// log2(e)·sm_scale (·kv_scale for fp8): raw MFMA products -> exp2 scores.
+  mlir::Value scoreScale, kvScale;
+  ScaledQFragments qFrags;
+  mlir::Value qTileBf16;
+  // Loop constants.
+  mlir::Value zeroAcc, negInf, padElem, padF32;
+  mlir::ArrayAttr qkMaps, pvMaps, iters;
+};
+
+/// Builds the combine kernel: one workgroup per sequence, 256 threads over
+/// its (token, head, column) outputs; sequences with a single work item are
+/// left to the partial kernel's direct write.
+mlir::gpu::GPUFuncOp buildCombineKernel(CombineOp op, mlir::OpBuilder &mb,
+                                        llvm::StringRef name);
+
+} // namespace mla
+
+#endif // MLA_LIB_TRANSFORMS_GFX950KERNELS_H

@@ -1,0 +1,72 @@
+//===- KernelBuilder.cpp - what the gfx950 kernel builders share ----------===//
+
+#include "KernelBuilder.h"
+
+#include "mla/ABI.h"
+
+using namespace mlir;
+using namespace mla;
+
+Value KernelBuilder::laneReduce(Value v, ArrayRef<int64_t> offsets,
+                                bool isMax) {
+  Value width = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(64));
+  for (int64_t offset : offsets) {
+    Value off = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(offset));
+    Value other =
+        gpu::ShuffleOp::create(b, loc, v, off, width, gpu::ShuffleMode::XOR)
+            .getShuffleResult();
+    v = isMax ? fmax(v, other) : fadd(v, other);
+  }
+  return v;
+}
+
+MemRefType mla::ldsType(ArrayRef<int64_t> shape, Type elem) {
+  auto space = gpu::AddressSpaceAttr::get(elem.getContext(),
+                                          gpu::AddressSpace::Workgroup);
+  return MemRefType::get(shape, elem, MemRefLayoutAttrInterface(), space);
+}
+
+MemRefType mla::globalType(ArrayRef<int64_t> shape, Type elem) {
+  auto space =
+      gpu::AddressSpaceAttr::get(elem.getContext(), gpu::AddressSpace::Global);
+  return MemRefType::get(shape, elem, MemRefLayoutAttrInterface(), space);
+}
+
+namespace {
+/// The size symbol of a kernel argument's leading dynamic dimension, as the
+/// runtime names it (docs/artifact.md).
+StringRef leadingDimSymbol(std::string_view arg) {
+  if (arg == arg::kQ || arg == arg::kOut || arg == arg::kLse)
+    return dim::kTokens;
+  if (arg == arg::kKV || arg == arg::kKVScale)
+    return dim::kKVRows;
+  if (arg == arg::kQoIndptr || arg == arg::kKVIndptr || arg == arg::kItemIndptr)
+    return dim::kSeqsPlusOne;
+  return dim::kWorkItems; // work_items, partial_out, partial_lse
+}
+} // namespace
+
+DictionaryAttr mla::launchAttr(Builder &b, ArrayRef<std::string> grid,
+                               int64_t threads, int64_t ldsBytes,
+                               ArrayRef<StringRef> names, TypeRange argTypes,
+                               ArrayRef<NamedAttribute> extra) {
+  SmallVector<Attribute> dims;
+  for (auto [name, type] : llvm::zip_equal(names, argTypes)) {
+    auto memref = cast<MemRefType>(type);
+    SmallVector<std::string> shape;
+    for (int64_t d : memref.getShape())
+      shape.push_back(ShapedType::isDynamic(d) ? leadingDimSymbol(name).str()
+                                               : std::to_string(d));
+    dims.push_back(b.getStrArrayAttr(SmallVector<StringRef>(shape.begin(),
+                                                            shape.end())));
+  }
+  SmallVector<NamedAttribute> entries = {
+      b.getNamedAttr("grid", b.getStrArrayAttr(SmallVector<StringRef>(
+                                 grid.begin(), grid.end()))),
+      b.getNamedAttr("block", b.getI64ArrayAttr({threads, 1, 1})),
+      b.getNamedAttr("lds_bytes", b.getI64IntegerAttr(ldsBytes)),
+      b.getNamedAttr("args", b.getStrArrayAttr(names)),
+      b.getNamedAttr("arg_dims", b.getArrayAttr(dims))};
+  entries.append(extra.begin(), extra.end());
+  return b.getDictionaryAttr(entries);
+}

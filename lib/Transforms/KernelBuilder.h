@@ -1,0 +1,90 @@
+//===- KernelBuilder.h - what the gfx950 kernel builders share --*- C++ -*-===//
+//
+// A small arithmetic vocabulary over index and f32 values, the memref types
+// of workgroup and global memory, and the `mla.launch` description the
+// runtime launches a kernel by.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_LIB_TRANSFORMS_KERNELBUILDER_H
+#define MLA_LIB_TRANSFORMS_KERNELBUILDER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+#include <string>
+
+namespace mla {
+
+/// Small arithmetic vocabulary over index and f32 values.
+struct KernelBuilder {
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+
+  mlir::Value idx(int64_t v) {
+    return mlir::arith::ConstantIndexOp::create(b, loc, v);
+  }
+  mlir::Value f32(double v) {
+    return mlir::arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  mlir::Value add(mlir::Value x, mlir::Value y) {
+    return mlir::arith::AddIOp::create(b, loc, x, y);
+  }
+  mlir::Value sub(mlir::Value x, mlir::Value y) {
+    return mlir::arith::SubIOp::create(b, loc, x, y);
+  }
+  mlir::Value mul(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MulIOp::create(b, loc, x, y);
+  }
+  mlir::Value div(mlir::Value x, mlir::Value y) {
+    return mlir::arith::DivUIOp::create(b, loc, x, y);
+  }
+  mlir::Value rem(mlir::Value x, mlir::Value y) {
+    return mlir::arith::RemUIOp::create(b, loc, x, y);
+  }
+  mlir::Value minS(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MinSIOp::create(b, loc, x, y);
+  }
+  mlir::Value lessThan(mlir::Value x, mlir::Value y) {
+    return mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::slt,
+                                       x, y);
+  }
+  mlir::Value fadd(mlir::Value x, mlir::Value y) {
+    return mlir::arith::AddFOp::create(b, loc, x, y);
+  }
+  mlir::Value fmul(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MulFOp::create(b, loc, x, y);
+  }
+  mlir::Value fmax(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MaximumFOp::create(b, loc, x, y);
+  }
+  mlir::Value load(mlir::Value mem, mlir::ValueRange indices) {
+    return mlir::memref::LoadOp::create(b, loc, mem, indices);
+  }
+  mlir::Value loadIndex(mlir::Value mem, mlir::ValueRange indices) {
+    return mlir::arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                            load(mem, indices));
+  }
+  /// Butterfly reduction over the lanes `lane ^ offset` for each offset.
+  mlir::Value laneReduce(mlir::Value v, llvm::ArrayRef<int64_t> offsets,
+                         bool isMax);
+};
+
+mlir::MemRefType ldsType(llvm::ArrayRef<int64_t> shape, mlir::Type elem);
+mlir::MemRefType globalType(llvm::ArrayRef<int64_t> shape, mlir::Type elem);
+
+/// `mla.launch`: how the runtime launches a kernel of `threads` threads and
+/// binds its arguments by name; `arg_dims` gives each memref argument's
+/// shape with the leading dynamic size as a symbol; `extra` adds
+/// kernel-specific entries.
+mlir::DictionaryAttr launchAttr(mlir::Builder &b,
+                                llvm::ArrayRef<std::string> grid,
+                                int64_t threads, int64_t ldsBytes,
+                                llvm::ArrayRef<llvm::StringRef> names,
+                                mlir::TypeRange argTypes,
+                                llvm::ArrayRef<mlir::NamedAttribute> extra = {});
+
+} // namespace mla
+
+#endif // MLA_LIB_TRANSFORMS_KERNELBUILDER_H

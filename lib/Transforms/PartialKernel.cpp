@@ -1,0 +1,356 @@
+//===- PartialKernel.cpp - the gfx950 partial kernel: frame and KV loop ---===//
+//
+// One workgroup per (work item, block of 64 query rows), 4 waves; the
+// (token, head) rows of a block of heads_per_workgroup heads go in groups of
+// 16 to the waves, token-major, so a workgroup reads each KV tile once for
+// up to 64 rows (all heads of a token when H <= 64, all 4 tokens when H =
+// 16). Waves past the rows repeat the last group and write nothing, so
+// control flow stays uniform for the barriers; blocks past them return at
+// once. A work item's row blocks run in consecutive dispatch slots of one
+// XCD, sharing its L2, so a cache byte comes from HBM once
+// (docs/pipelines.md). The stages of the KV loop are in the files
+// GFX950Kernels.h lists.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GFX950Kernels.h"
+
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+constexpr int64_t kWaveSize = PartialKernelPlan::kWaveSize;
+constexpr int64_t kWaves = PartialKernelPlan::kWaves;
+constexpr int64_t kThreads = PartialKernelPlan::kThreads;
+constexpr int64_t kRowsPerWave = PartialKernelPlan::kRowsPerWave;
+
+PartialKernelShape shapeOf(PartialDecodeOp op) {
+  ConfigAttr config = op.getConfig();
+  return {cacheFormat(op.getKvFormat()),
+          op.getNumHeads(),
+          op.getQKHeadDim(),
+          static_cast<int64_t>(op.getVHeadDim()),
+          config.getKvTile(),
+          config.getPipelineStages(),
+          config.getHeadsPerWorkgroup(),
+          config.getWavesPerWorkgroup()};
+}
+} // namespace
+
+PartialKernel::PartialKernel(PartialDecodeOp op, int64_t xcds,
+                             int64_t ldsLimit, StringRef testHazard)
+    : op(op), loc(op.getLoc()), plan(shapeOf(op)), strategy(plan.strategy()),
+      xcds(xcds), ldsLimit(ldsLimit), testHazard(testHazard.str()) {
+  numHeads = plan.shape().numHeads;
+  headsPerWg = plan.shape().headsPerWorkgroup;
+  qkDim = plan.shape().qkDim;
+  vDim = plan.shape().vDim;
+  paddedQK = plan.paddedQK();
+  kTileRows = plan.shape().kvTile;
+  kStages = plan.shape().pipelineStages;
+}
+
+Type PartialKernel::elemType(Builder &b) const {
+  return plan.isBF16() ? Type(b.getBF16Type())
+                       : b.getType<Float8E4M3FNType>();
+}
+
+Type PartialKernel::kvMemType(Builder &b) const {
+  return plan.isMXFP4() ? Type(b.getI8Type()) : elemType(b);
+}
+
+Type PartialKernel::pvType(Builder &b) const {
+  return strategy.p == PEncoding::Bf16 ? Type(b.getBF16Type())
+                                       : Type(b.getType<Float8E4M3FNType>());
+}
+
+SmallVector<Type> PartialKernel::ldsTypes(Builder &b) const {
+  SmallVector<Type> types;
+  for (const LdsBuffer &buffer : plan.ldsBuffers()) {
+    Type elem;
+    switch (buffer.element) {
+    case LdsElement::Cache:
+      elem = kvMemType(b);
+      break;
+    case LdsElement::F32:
+      elem = b.getF32Type();
+      break;
+    case LdsElement::P:
+      elem = pvType(b);
+      break;
+    case LdsElement::BF16:
+      elem = b.getBF16Type();
+      break;
+    case LdsElement::E8M0:
+      elem = b.getType<Float8E8M0FNUType>();
+      break;
+    }
+    types.push_back(ldsType(buffer.shape, elem));
+  }
+  return types;
+}
+
+SmallVector<StringRef> PartialKernel::argNames() const {
+  SmallVector<StringRef> names = {arg::kQ, arg::kKV};
+  if (!plan.isBF16())
+    names.push_back(arg::kKVScale);
+  names.append({arg::kQoIndptr, arg::kKVIndptr, arg::kWorkItems,
+                arg::kPartialOut, arg::kPartialLse, arg::kItemIndptr,
+                arg::kOut, arg::kLse});
+  return names;
+}
+
+SmallVector<Type> PartialKernel::argTypes(Builder &b) const {
+  Type bf16 = b.getBF16Type(), f32 = b.getF32Type(), i32 = b.getI32Type();
+  int64_t dyn = ShapedType::kDynamic;
+  bool mx = plan.isMXFP4();
+  SmallVector<Type> types = {
+      MemRefType::get({dyn, numHeads, qkDim}, bf16),                 // q
+      globalType({dyn, mx ? qkDim / 2 : qkDim}, kvMemType(b))};      // kv
+  if (mx)
+    types.push_back(globalType({dyn, qkDim / 32},
+                               b.getType<Float8E8M0FNUType>())); // kv_scale
+  else if (!plan.isBF16())
+    types.push_back(MemRefType::get({1}, f32));                  // kv_scale
+  types.append({
+      MemRefType::get({dyn}, i32),                                   // qo_indptr
+      MemRefType::get({dyn}, i32),                                   // kv_indptr
+      MemRefType::get({dyn, 4}, i32),                                // work_items
+      MemRefType::get({dyn, kMaxQueryTokens, numHeads, vDim}, f32),  // partials
+      MemRefType::get({dyn, kMaxQueryTokens, numHeads}, f32),
+      MemRefType::get({dyn}, i32),                                   // item_indptr
+      MemRefType::get({dyn, numHeads, vDim}, bf16),                  // out
+      MemRefType::get({dyn, numHeads}, f32)});                       // lse
+  return types;
+}
+
+gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
+  MLIRContext *ctx = op.getContext();
+  Builder b(ctx);
+  SmallVector<Type> types = argTypes(b);
+  auto func = gpu::GPUFuncOp::create(mb, loc, name,
+                                     FunctionType::get(ctx, types, {}),
+                                     ldsTypes(b), TypeRange{});
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({kThreads, 1, 1}));
+  // One workgroup per CU fits the LDS budget: one wave per SIMD.
+  func->setAttr("rocdl.waves_per_eu", b.getI32IntegerAttr(1));
+  func->setAttr("rocdl.flat_work_group_size", b.getStringAttr("256,256"));
+  std::string grid = "roundup(" + std::string(dim::kWorkItems) + "," +
+                     std::to_string(xcds) + ")*" +
+                     std::to_string(plan.blocksPerItem());
+  func->setAttr(
+      MLADialect::kLaunchAttrName,
+      launchAttr(b, {grid, "1", "1"}, kThreads, plan.ldsBytes(), argNames(),
+                 types,
+                 // How many row blocks of an item are busy, for the planner.
+                 {b.getNamedAttr("rows_per_workgroup",
+                                 b.getI64IntegerAttr(plan.rowsPerWorkgroup())),
+                  b.getNamedAttr("heads_per_block",
+                                 b.getI64IntegerAttr(headsPerWg))}));
+  bindArguments(func);
+  OpBuilder bodyBuilder(ctx);
+  bodyBuilder.setInsertionPointToStart(&func.getBody().front());
+  emitBody(bodyBuilder);
+  return func;
+}
+
+void PartialKernel::bindArguments(gpu::GPUFuncOp func) {
+  SmallVector<StringRef> names = argNames();
+  auto argument = [&](StringRef name) -> Value {
+    auto it = llvm::find(names, name);
+    return it == names.end() ? Value() : func.getArgument(it - names.begin());
+  };
+  args = {argument(arg::kQ),          argument(arg::kKV),
+          argument(arg::kKVScale),    argument(arg::kQoIndptr),
+          argument(arg::kKVIndptr),   argument(arg::kWorkItems),
+          argument(arg::kPartialOut), argument(arg::kPartialLse),
+          argument(arg::kItemIndptr), argument(arg::kOut),
+          argument(arg::kLse)};
+  auto attributions = func.getWorkgroupAttributions();
+  unsigned next = 0;
+  lds = {};
+  lds.kvTiles = attributions[next++];
+  lds.scores = attributions[next++];
+  lds.p = attributions[next++];
+  lds.rowFactors = attributions[next++];
+  if (strategy.pv == PVPath::DecodedHalfTiles)
+    lds.decodedV = attributions[next++];
+  if (strategy.blockScales)
+    lds.tileScales = attributions[next++];
+}
+
+Value PartialKernel::emitWorkAssignment(OpBuilder &b) {
+  KernelBuilder k{b, loc};
+  c0 = k.idx(0);
+  c1 = k.idx(1);
+  // Workgroup -> (work item, row block). The row blocks of a work item read
+  // the same KV tiles, so they go to one XCD in consecutive dispatch slots:
+  // the hardware deals workgroup ids round-robin to the XCDs (id % xcds),
+  // and the grid has roundup(num_work_items, xcds) · blocksPerItem() ids.
+  // Running together on one XCD, they share its L2: a tile comes from HBM
+  // once and the other blocks' DMAs hit the L2. Ids past the work list
+  // return at once.
+  int64_t blocksPerItem = plan.blocksPerItem();
+  Value id = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value xcd = k.rem(id, k.idx(xcds));
+  Value dispatchSlot = k.div(id, k.idx(xcds));
+  Value rowBlock = k.rem(dispatchSlot, k.idx(blocksPerItem));
+  Value itemIndex = k.add(
+      k.mul(k.div(dispatchSlot, k.idx(blocksPerItem)), k.idx(xcds)), xcd);
+  Value numItems = memref::DimOp::create(b, loc, args.workItems, 0);
+  Value itemExists = k.lessThan(itemIndex, numItems);
+  Value itemId = k.minS(itemIndex, k.sub(numItems, c1));
+  rows.tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  rows.wave = k.div(rows.tid, k.idx(kWaveSize));
+  rows.lane = k.rem(rows.tid, k.idx(kWaveSize));
+
+  item.seq = k.loadIndex(args.workItems, {itemId, c0});
+  item.begin = k.loadIndex(args.workItems, {itemId, c1});
+  item.end = k.loadIndex(args.workItems, {itemId, k.idx(2)});
+  item.slot = k.loadIndex(args.workItems, {itemId, k.idx(3)});
+  item.qBegin = k.loadIndex(args.qoIndptr, {item.seq});
+  item.qLen =
+      k.sub(k.loadIndex(args.qoIndptr, {k.add(item.seq, c1)}), item.qBegin);
+  item.kvBegin = k.loadIndex(args.kvIndptr, {item.seq});
+  item.kvLen =
+      k.sub(k.loadIndex(args.kvIndptr, {k.add(item.seq, c1)}), item.kvBegin);
+  // The query rows of one block of heads_per_workgroup heads, q_len·hpw of
+  // them, in groups of 16 heads (token-major): the workgroup's waves take 4
+  // consecutive groups and share every KV tile, so a tile is read once for
+  // 64 rows. Workgroups past the rows have nothing to do.
+  Value headBlock = k.rem(rowBlock, k.idx(plan.headBlocks()));
+  Value numGroups = k.mul(item.qLen, k.idx(plan.groupsPerToken()));
+  Value firstGroup =
+      k.mul(k.div(rowBlock, k.idx(plan.headBlocks())), k.idx(kWaves));
+  Value blockHasRows = arith::AndIOp::create(
+      b, loc, itemExists, k.lessThan(firstGroup, numGroups));
+  groupsOfBlock = {firstGroup, numGroups, headBlock};
+  return blockHasRows;
+}
+
+void PartialKernel::emitWaveRows(OpBuilder &b) {
+  KernelBuilder k{b, loc};
+  auto [firstGroup, numGroups, headBlock] = groupsOfBlock;
+  // Waves past the block's rows repeat the last group so that every wave
+  // reaches the barriers, and write nothing.
+  Value group = k.add(firstGroup, rows.wave);
+  rows.isRealRow = k.lessThan(group, numGroups);
+  Value clampedGroup = k.minS(group, k.sub(numGroups, c1));
+  rows.token = k.div(clampedGroup, k.idx(plan.groupsPerToken()));
+  rows.headGroup =
+      k.add(k.mul(headBlock, k.idx(plan.groupsPerToken())),
+            k.rem(clampedGroup, k.idx(plan.groupsPerToken())));
+  rows.tokenRow = k.add(item.qBegin, rows.token);
+  // Token i sees positions < kv_len - (q_len - 1 - i).
+  rows.visibleEnd =
+      k.add(k.sub(item.kvLen, k.sub(item.qLen, c1)), rows.token);
+  rows.row = k.div(rows.lane, k.idx(4));
+  rows.quarter = k.rem(rows.lane, k.idx(4));
+  rows.head = k.add(k.mul(rows.headGroup, k.idx(kRowsPerWave)), rows.row);
+}
+
+void PartialKernel::emitBody(OpBuilder &b) {
+  KernelBuilder k{b, loc};
+  Value blockHasRows = emitWorkAssignment(b);
+  auto blockActive =
+      scf::IfOp::create(b, loc, blockHasRows, /*withElseRegion=*/false);
+  b.setInsertionPoint(blockActive.thenBlock()->getTerminator());
+  emitWaveRows(b);
+  emitQPreload(b);
+
+  // The first tile in flight before the loop.
+  item.lastRow = k.sub(k.add(item.kvBegin, item.end), c1);
+  Value hasRows = k.lessThan(item.begin, item.end);
+  scf::IfOp::create(b, loc, hasRows, [&](OpBuilder &ib, Location) {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+    emitTileDma(b, item.begin, c0);
+    scf::YieldOp::create(b, loc);
+  });
+  scf::ForOp loop = emitKVLoop(b);
+  emitEpilogue(b, loop);
+  b.setInsertionPointAfter(blockActive);
+  gpu::ReturnOp::create(b, loc);
+}
+
+scf::ForOp PartialKernel::emitKVLoop(OpBuilder &b) {
+  KernelBuilder k{b, loc};
+  Type f32 = b.getF32Type();
+  auto accType = VectorType::get({kRowsPerWave, vDim}, f32);
+  zeroAcc = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0)));
+  negInf = k.f32(-INFINITY);
+  MLIRContext *ctx = b.getContext();
+  AffineExpr m, n, kk;
+  bindDims(ctx, m, n, kk);
+  qkMaps = b.getAffineMapArrayAttr(
+      {AffineMap::get(3, 0, {m, kk}, ctx), AffineMap::get(3, 0, {n, kk}, ctx),
+       AffineMap::get(3, 0, {m, n}, ctx)});
+  pvMaps = b.getAffineMapArrayAttr(
+      {AffineMap::get(3, 0, {m, kk}, ctx), AffineMap::get(3, 0, {kk, n}, ctx),
+       AffineMap::get(3, 0, {m, n}, ctx)});
+  iters = b.getArrayAttr(
+      {vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
+       vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
+       vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction)});
+  padElem = arith::ConstantOp::create(b, loc, b.getFloatAttr(elemType(b), 0.0));
+  padF32 = k.f32(0.0);
+  if (strategy.qk == QKPath::Bf16Mfma)
+    emitBf16QTile(b);
+  return scf::ForOp::create(
+      b, loc, item.begin, item.end, k.idx(kTileRows),
+      ValueRange{negInf, k.f32(0.0), zeroAcc},
+      [&](OpBuilder &lb, Location, Value tileStart, ValueRange carried) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(lb.getInsertionBlock());
+        emitLoopStep(b, tileStart, carried);
+      });
+}
+
+void PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
+                                 ValueRange carried) {
+  KernelBuilder k{b, loc};
+  Value acc = carried[2];
+  Value tileIndex = k.div(k.sub(tileStart, item.begin), k.idx(kTileRows));
+  Value stage = k.rem(tileIndex, k.idx(kStages));
+  Value nextStart = k.add(tileStart, k.idx(kTileRows));
+  emitTileHandoff(b, tileIndex, nextStart);
+  if (testHazard != "drop-tile-barrier")
+    gpu::BarrierOp::create(b, loc);
+
+  emitQK(b, stage);
+  gpu::BarrierOp::create(b, loc);
+
+  SoftmaxState next = emitSoftmax(b, tileStart, {carried[0], carried[1]});
+  gpu::BarrierOp::create(b, loc);
+
+  // acc = acc * rescale(row) + P · V (V = the first Dv tile columns).
+  Value scaled = arith::MulFOp::create(b, loc, acc, readRowFactors(b));
+  Value newAcc = emitPV(b, stage, scaled);
+  // The next iteration's DMA overwrites the stage other waves still read
+  // for PV (fp8, bf16). mxfp4's PV reads the stage only while decoding V,
+  // before barriers of its own, and the score, P and factor buffers are
+  // each wave's own: it needs no barrier here (the emu's hazard checker
+  // proves both, test/Integration/emu-hazards.test).
+  if (strategy.pv == PVPath::FromTile && testHazard != "drop-loop-barrier")
+    gpu::BarrierOp::create(b, loc);
+  scf::YieldOp::create(b, loc, ValueRange{next.max, next.sum, newAcc});
+}
+
+Value PartialKernel::readRowFactors(OpBuilder &b) {
+  // Row vector broadcast along the columns: (wave, row) -> (row, *).
+  MLIRContext *ctx = b.getContext();
+  auto rowMap = AffineMap::get(
+      2, 0, {b.getAffineDimExpr(1), b.getAffineConstantExpr(0)}, ctx);
+  auto accType = VectorType::get({kRowsPerWave, vDim}, b.getF32Type());
+  return vector::TransferReadOp::create(
+      b, loc, accType, lds.rowFactors, ValueRange{rows.wave, c0}, padF32,
+      rowMap, ArrayRef<bool>{true, true});
+}

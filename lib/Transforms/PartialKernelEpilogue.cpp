@@ -1,0 +1,92 @@
+//===- PartialKernelEpilogue.cpp - normalize, write out or partials -------===//
+//
+// out = acc / l (fp8: acc · kv_scale / (448 · l)); lse = (m + log2 l) · ln 2;
+// a row that saw nothing (l = 0) gives zeros and -inf. A sequence with a
+// single work item is final here: the kernel writes bf16 output and lse
+// directly (the combine kernel skips it); otherwise it writes the item's
+// partials.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GFX950Kernels.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+constexpr int64_t kRowsPerWave = PartialKernelPlan::kRowsPerWave;
+constexpr double kFp8Max = 448.0;
+} // namespace
+
+void PartialKernel::emitEpilogue(OpBuilder &b, scf::ForOp loop) {
+  KernelBuilder k{b, loc};
+  Value runMax = loop.getResult(0), runSum = loop.getResult(1);
+  Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, runSum,
+                                     k.f32(0.0));
+  Value factor = arith::SelectOp::create(
+      b, loc, seen,
+      strategy.p == PEncoding::Bf16
+          ? arith::DivFOp::create(b, loc, k.f32(1.0), runSum)
+           : arith::DivFOp::create(b, loc, kvScale,
+                                   k.fmul(runSum, k.f32(kFp8Max))),
+      k.f32(0.0));
+  memref::StoreOp::create(b, loc, factor, lds.rowFactors,
+                          ValueRange{rows.wave, rows.row});
+  gpu::BarrierOp::create(b, loc);
+  Value out =
+      arith::MulFOp::create(b, loc, loop.getResult(2), readRowFactors(b));
+  Value lse = arith::SelectOp::create(
+      b, loc, seen,
+      k.fmul(k.fadd(runMax, math::Log2Op::create(b, loc, runSum)),
+             k.f32(0.6931471805599453)),
+      negInf);
+
+  // A sequence with a single work item is final here: write bf16 output and
+  // lse directly (the combine kernel skips it); otherwise write the partials.
+  Value seqItems = k.sub(k.loadIndex(args.itemIndptr, {k.add(item.seq, c1)}),
+                         k.loadIndex(args.itemIndptr, {item.seq}));
+  Value direct = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       seqItems, c1);
+  Value headBase = k.mul(rows.headGroup, k.idx(kRowsPerWave));
+  Value firstQuarter =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rows.quarter, c0);
+  auto storeLse = [&](Value mem, ValueRange indices) {
+    scf::IfOp::create(b, loc, firstQuarter, [&](OpBuilder &jb, Location) {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPoint(jb.getInsertionBlock(), jb.getInsertionPoint());
+      memref::StoreOp::create(b, loc, lse, mem, indices);
+      scf::YieldOp::create(b, loc);
+    });
+  };
+  scf::IfOp::create(b, loc, rows.isRealRow, [&](OpBuilder &ib, Location) {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+    scf::IfOp::create(
+        b, loc, direct,
+        [&](OpBuilder &db, Location) {
+          OpBuilder::InsertionGuard g2(b);
+          b.setInsertionPoint(db.getInsertionBlock(), db.getInsertionPoint());
+          Value outBf16 = arith::TruncFOp::create(
+              b, loc, VectorType::get({kRowsPerWave, vDim}, b.getBF16Type()),
+              out);
+          vector::TransferWriteOp::create(b, loc, outBf16, args.out,
+                                          ValueRange{rows.tokenRow, headBase, c0},
+                                          ArrayRef<bool>{true, true});
+          storeLse(args.lse, {rows.tokenRow, rows.head});
+          scf::YieldOp::create(b, loc);
+        },
+        [&](OpBuilder &pb, Location) {
+          OpBuilder::InsertionGuard g2(b);
+          b.setInsertionPoint(pb.getInsertionBlock(), pb.getInsertionPoint());
+          vector::TransferWriteOp::create(b, loc, out, args.partialOut,
+                                          ValueRange{item.slot, rows.token, headBase, c0},
+                                          ArrayRef<bool>{true, true});
+          storeLse(args.partialLse, {item.slot, rows.token, rows.head});
+          scf::YieldOp::create(b, loc);
+        });
+    scf::YieldOp::create(b, loc);
+  });
+}

@@ -1,0 +1,150 @@
+//===- PartialKernelPV.cpp - acc = acc·rescale + P·V ----------------------===//
+//
+// Per format (the plan's PVPath): fp8 and bf16 contract P with V straight
+// from the KV tile (V = the first Dv columns; fp8's P in two parts, the lo
+// part scaled by 2^-4 in the MFMA); mxfp4 decodes V into bf16 half tiles
+// first. The contractions are wave-level `vector.contract`s that
+// mla-lower-to-mfma distributes over the lanes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GFX950Kernels.h"
+
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+constexpr int64_t kThreads = PartialKernelPlan::kThreads;
+constexpr int64_t kRowsPerWave = PartialKernelPlan::kRowsPerWave;
+constexpr int64_t kVHalfRows = PartialKernelPlan::kVHalfRows;
+} // namespace
+
+Value PartialKernel::emitPV(OpBuilder &b, Value stage, Value acc) {
+  if (strategy.pv == PVPath::DecodedHalfTiles)
+    return emitDecodedPV(b, stage, acc);
+  return emitTilePV(b, stage, acc);
+}
+
+Value PartialKernel::emitTilePV(OpBuilder &b, Value stage, Value acc) {
+  Type elem = elemType(b);
+  auto pTileType = VectorType::get({kRowsPerWave, kTileRows}, elem);
+  auto vTileType = VectorType::get({kTileRows, vDim}, elem);
+  auto readP = [&](Value part) {
+    return vector::TransferReadOp::create(
+        b, loc, pTileType, lds.p, ValueRange{rows.wave, part, c0, c0}, padElem,
+        ArrayRef<bool>{true, true});
+  };
+  auto readV = [&] {
+    return vector::TransferReadOp::create(
+        b, loc, vTileType, lds.kvTiles, ValueRange{stage, c0, c0}, padElem,
+        ArrayRef<bool>{true, true});
+  };
+  // Operands are created in a fixed order (C++ leaves argument evaluation
+  // order open).
+  Value pHiTile = readP(c0);
+  Value vTile = readV();
+  Value newAcc =
+      vector::ContractionOp::create(b, loc, pHiTile, vTile, acc, pvMaps, iters);
+  if (strategy.p == PEncoding::Fp8TwoParts) {
+    // P's lo part holds 16·(p·448 - hi): it accumulates into the same
+    // registers with the LHS scaled by 2^-4 (a scaled MFMA), on the same V
+    // (the MFMA pass runs both parts per V fragment).
+    Value pLoTile = readP(c1);
+    auto lo = vector::ContractionOp::create(b, loc, pLoTile, vTile, newAcc,
+                                            pvMaps, iters);
+    lo->setAttr(MLADialect::kLhsExp2AttrName, b.getI64IntegerAttr(-4));
+    newAcc = lo;
+  }
+  return newAcc;
+}
+
+/// mxfp4 PV: V's block scales run along the 512 columns, not along the tile
+/// rows PV sums over, so they cannot go in the MFMA's scale slot. Each half
+/// of the tile (32 rows) is decoded by the workgroup into bf16 in LDS —
+/// exact: E2M1 · 2^(e - 127) fits bf16 — and multiplied with P (bf16) by
+/// bf16 MFMAs. Cost per 64-row tile: 64 decoded values per thread, two
+/// extra barriers, 32 KiB of LDS.
+Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
+  KernelBuilder k{b, loc};
+  Value tid = rows.tid;
+  Type f32 = b.getF32Type(), i32 = b.getI32Type(), bf16 = b.getBF16Type();
+  int64_t perThread = kVHalfRows * vDim / kThreads;
+  int64_t threadsPerRow = vDim / perThread;
+  Value vRow = k.div(tid, k.idx(threadsPerRow));
+  Value vCol = k.mul(k.rem(tid, k.idx(threadsPerRow)), k.idx(perThread));
+  auto fp4x8 = VectorType::get({8}, b.getType<Float4E2M1FNType>());
+  auto bf16x2 = VectorType::get({2}, bf16);
+  auto bf16x8 = VectorType::get({8}, bf16);
+  // One block of 32 E2M1 values (16 bytes, low nibble = even element) to
+  // bf16 times its E8M0 scale, stored at decoded_v[row, col..col+31]: the chip's
+  // scaled conversion turns byte `idx` of a 32-bit word into elements
+  // 2·idx and 2·idx + 1, exactly (v_cvt_scalef32_pk_bf16_fp4; e2m1 · 2^k
+  // fits bf16). Each word's 8 values are stored at once, which keeps few
+  // of them live.
+  auto decodeBlock = [&](Value bytes, Value scale, Value row, Value col) {
+    Value words = vector::BitCastOp::create(
+        b, loc, VectorType::get({4}, i32), bytes);
+    for (int64_t w = 0; w < 4; ++w) {
+      Value word = vector::FromElementsOp::create(
+          b, loc, VectorType::get({1}, i32),
+          ValueRange{vector::ExtractOp::create(b, loc, words,
+                                               ArrayRef<int64_t>{w})});
+      Value codes = vector::BitCastOp::create(b, loc, fp4x8, word);
+      Value values = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(bf16x8, b.getFloatAttr(bf16, 0.0)));
+      for (int64_t idx = 0; idx < 4; ++idx) {
+        Value pair = amdgpu::ScaledExtPackedOp::create(b, loc, bf16x2, codes,
+                                                       scale, idx);
+        values = vector::InsertStridedSliceOp::create(
+            b, loc, pair, values, ArrayRef<int64_t>{2 * idx},
+            ArrayRef<int64_t>{1});
+      }
+      vector::StoreOp::create(b, loc, values, lds.decodedV,
+                              ValueRange{row, k.add(col, k.idx(8 * w))});
+    }
+  };
+  auto pHalfType = VectorType::get({kRowsPerWave, kVHalfRows}, bf16);
+  auto vHalfType = VectorType::get({kVHalfRows, vDim}, bf16);
+  Value padBf16 = arith::ConstantOp::create(b, loc, b.getFloatAttr(bf16, 0.0));
+  for (int64_t half = 0; half < kTileRows / kVHalfRows; ++half) {
+    if (half > 0) // the previous half's MFMAs are done with the buffer
+      gpu::BarrierOp::create(b, loc);
+    Value tileRow = k.add(k.idx(half * kVHalfRows), vRow);
+    for (int64_t blk = 0; blk < perThread / 32; ++blk) {
+      Value col = k.add(vCol, k.idx(blk * 32));
+      Value bytes = vector::LoadOp::create(
+          b, loc, VectorType::get({16}, b.getI8Type()), lds.kvTiles,
+          ValueRange{stage, tileRow, k.div(col, k.idx(2))});
+      // 2^(s - 127) from the E8M0 bits s (s = 0 gives 0, 255 gives inf).
+      Value sBits = arith::ExtUIOp::create(
+          b, loc, i32,
+          arith::BitcastOp::create(
+              b, loc, b.getI8Type(),
+              loadTileScale(k, stage, tileRow, k.div(col, k.idx(32)))));
+      Value scale = arith::BitcastOp::create(
+          b, loc, f32,
+          arith::ShLIOp::create(
+              b, loc, sBits,
+              arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(23))));
+      decodeBlock(bytes, scale, vRow, col);
+      // One block's 32 values at a time: decoding several at once would
+      // outgrow the register file.
+      amdgpu::SchedBarrierOp::create(b, loc,
+                                     amdgpu::sched_barrier_opt_enum::none);
+    }
+    gpu::BarrierOp::create(b, loc);
+    Value pTile = vector::TransferReadOp::create(
+        b, loc, pHalfType, lds.p,
+        ValueRange{rows.wave, c0, c0, k.idx(half * kVHalfRows)}, padBf16,
+        ArrayRef<bool>{true, true});
+    Value vTile = vector::TransferReadOp::create(
+        b, loc, vHalfType, lds.decodedV, ValueRange{c0, c0}, padBf16,
+        ArrayRef<bool>{true, true});
+    acc = vector::ContractionOp::create(b, loc, pTile, vTile, acc, pvMaps,
+                                        iters);
+  }
+  return acc;
+}

@@ -1,0 +1,269 @@
+//===- PartialKernelQK.cpp - S = Q·Kᵀ on the KV tile ----------------------===//
+//
+// Per format (the plan's QKPath): bf16 runs bf16 MFMAs on the wave's Q tile
+// (read once, before the loop) and K as it is; fp8 and mxfp4 run scaled
+// MFMAs at the MFMA level with Q resident in registers in two fp8 parts with
+// per-head power-of-two scales (mxfp4 adds K's E8M0 block scales). The
+// scores go to the wave's score buffer in LDS.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GFX950Kernels.h"
+
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+constexpr int64_t kRowsPerWave = PartialKernelPlan::kRowsPerWave;
+} // namespace
+
+void PartialKernel::emitQPreload(OpBuilder &b) {
+  KernelBuilder k{b, loc};
+  // log2(e) · sm_scale (· kv_scale for fp8) turns the raw MFMA products into
+  // exp2-domain scores (mxfp4: Q's and K's scales are in the MFMAs).
+  scoreScale = k.f32(op.getEffectiveSmScale() * 1.4426950408889634);
+  if (strategy.qk == QKPath::ScaledMfma && !strategy.blockScales) {
+    // fp8: Q's scales are in the MFMAs; K's per-tensor scale joins the
+    // score scale.
+    kvScale = k.load(args.kvScale, {c0});
+    scoreScale = k.fmul(kvScale, scoreScale);
+  }
+  // fp8 and mxfp4: Q as A fragments of the scaled MFMAs (two fp8 parts with
+  // a per-head power-of-two scale), in registers for the whole KV loop; Q's
+  // and K's scales both go into the instructions.
+  if (strategy.qk == QKPath::ScaledMfma)
+    qFrags = buildScaledQFragments(b);
+}
+
+void PartialKernel::emitBf16QTile(OpBuilder &b) {
+  KernelBuilder k{b, loc};
+  // The MFMA pass loads its fragments here, before the loop, and they stay
+  // in registers.
+  qTileBf16 = vector::TransferReadOp::create(
+      b, loc, VectorType::get({kRowsPerWave, qkDim}, elemType(b)), args.q,
+      ValueRange{rows.tokenRow, k.mul(rows.headGroup, k.idx(kRowsPerWave)),
+                 c0},
+      padElem, ArrayRef<bool>{true, true});
+}
+
+void PartialKernel::emitQK(OpBuilder &b, Value stage) {
+  if (strategy.qk == QKPath::ScaledMfma)
+    emitScaledQK(b, stage);
+  else
+    emitBf16QK(b, stage);
+}
+
+/// bf16 caches: bf16 MFMAs on Q (read before the loop) and K as they are,
+/// a wave-level contraction on the 16 heads x kv_tile rows.
+void PartialKernel::emitBf16QK(OpBuilder &b, Value stage) {
+  Type elem = elemType(b), f32 = b.getF32Type();
+  auto kTileType = VectorType::get({kTileRows, qkDim}, elem);
+  Value kTile = vector::TransferReadOp::create(
+      b, loc, kTileType, lds.kvTiles, ValueRange{stage, c0, c0}, padElem,
+      ArrayRef<bool>{true, true});
+  auto sType = VectorType::get({kRowsPerWave, kTileRows}, f32);
+  Value sZero = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(sType, b.getF32FloatAttr(0.0)));
+  Value scores = vector::ContractionOp::create(b, loc, qTileBf16, kTile, sZero,
+                                               qkMaps, iters);
+  vector::TransferWriteOp::create(b, loc, scores, lds.scores,
+                                  ValueRange{rows.wave, c0, c0},
+                                  ArrayRef<bool>{true, true});
+}
+
+/// Lane 16·kg + i holds, per 128-wide K chunk, Q[head i][16·kg + e] (e <
+/// 16) and Q[head i][64 + 16·kg + e] of the chunk (zero past Dqk) — the A
+/// layout of the scaled MFMA — as fp8 in two parts: q·2^-e ≈ hi + lo/16,
+/// with 2^e a power of two per head (floor(log2 amax) - 7, so |q·2^-e| <
+/// 256) that the instruction's A scale puts back exactly.
+PartialKernel::ScaledQFragments
+PartialKernel::buildScaledQFragments(OpBuilder &b) {
+  KernelBuilder k{b, loc};
+  Value lane = rows.lane;
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  Type fp8 = b.getType<Float8E4M3FNType>(), e8m0 = b.getType<Float8E8M0FNUType>();
+  Value kg = k.div(lane, k.idx(16)), li = k.rem(lane, k.idx(16));
+  Value head = k.add(k.mul(rows.headGroup, k.idx(kRowsPerWave)), li);
+  Value laneK = k.mul(kg, k.idx(16));
+  auto f32x16 = VectorType::get({16}, f32);
+  auto f8x16 = VectorType::get({16}, fp8);
+  int64_t chunks = paddedQK / 128;
+  // The lane's 16-element runs: (chunk, half) -> values (zero past Dqk).
+  SmallVector<Value> runs;
+  Value zeros = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(f32x16, b.getF32FloatAttr(0.0)));
+  Value amax = k.f32(0.0);
+  for (int64_t c = 0; c < chunks; ++c)
+    for (int64_t half = 0; half < 2; ++half) {
+      int64_t base = c * 128 + half * 64;
+      if (base >= qkDim) {
+        runs.push_back(zeros);
+        continue;
+      }
+      Value raw = vector::LoadOp::create(
+          b, loc, VectorType::get({16}, b.getBF16Type()), args.q,
+          ValueRange{rows.tokenRow, head, k.add(k.idx(base), laneK)});
+      Value v = arith::ExtFOp::create(b, loc, f32x16, raw);
+      runs.push_back(v);
+      amax = k.fmax(amax, vector::ReductionOp::create(
+                              b, loc, vector::CombiningKind::MAXIMUMF,
+                              math::AbsFOp::create(b, loc, v)));
+    }
+  // The four lanes of head i (i, i + 16, i + 32, i + 48) cover its row.
+  amax = k.laneReduce(amax, {16, 32}, /*isMax=*/true);
+  // E8M0 byte of 2^e: the exponent field of amax minus 7, within [5, 254]
+  // (amax = 0 gives 2^-120: any scale works for zeros).
+  Value expBits = arith::ShRUIOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, i32, amax),
+      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(23)));
+  auto i32c = [&](int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v))
+        .getResult();
+  };
+  Value byte = arith::MinSIOp::create(
+      b, loc,
+      arith::MaxSIOp::create(b, loc,
+                             arith::SubIOp::create(b, loc, expBits, i32c(7)),
+                             i32c(5)),
+      i32c(254));
+  auto toE8M0 = [&](Value bits) {
+    return arith::BitcastOp::create(
+               b, loc, e8m0,
+               arith::TruncIOp::create(b, loc, b.getI8Type(), bits))
+        .getResult();
+  };
+  ScaledQFragments frags;
+  frags.scaleHi = toE8M0(byte);
+  frags.scaleLo = toE8M0(arith::SubIOp::create(b, loc, byte, i32c(4)));
+  // 2^-e as f32: exponent field 254 - byte.
+  Value inv = arith::BitcastOp::create(
+      b, loc, f32,
+      arith::ShLIOp::create(b, loc,
+                            arith::SubIOp::create(b, loc, i32c(254), byte),
+                            i32c(23)));
+  Value invVec = vector::BroadcastOp::create(b, loc, f32x16, inv);
+  Value sixteen = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(f32x16, b.getF32FloatAttr(16.0)));
+  SmallVector<int64_t> concat;
+  for (int64_t e = 0; e < 32; ++e)
+    concat.push_back(e);
+  for (int64_t c = 0; c < chunks; ++c) {
+    Value hiRuns[2], loRuns[2];
+    for (int64_t half = 0; half < 2; ++half) {
+      Value scaled = arith::MulFOp::create(b, loc, runs[2 * c + half], invVec);
+      hiRuns[half] = arith::TruncFOp::create(b, loc, f8x16, scaled);
+      Value residual = arith::MulFOp::create(
+          b, loc,
+          arith::SubFOp::create(
+              b, loc, scaled,
+              arith::ExtFOp::create(b, loc, f32x16, hiRuns[half])),
+          sixteen);
+      loRuns[half] = arith::TruncFOp::create(b, loc, f8x16, residual);
+    }
+    frags.hi.push_back(
+        vector::ShuffleOp::create(b, loc, hiRuns[0], hiRuns[1], concat));
+    frags.lo.push_back(
+        vector::ShuffleOp::create(b, loc, loRuns[0], loRuns[1], concat));
+  }
+  return frags;
+}
+
+Value PartialKernel::fp8Fragment(OpBuilder &b, Value stage, Value tileRow,
+                                 int64_t chunkBase, Value laneK) {
+  KernelBuilder k{b, loc};
+  Type fp8 = b.getType<Float8E4M3FNType>();
+  auto run16 = VectorType::get({16}, fp8);
+  Value zero = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(run16, b.getFloatAttr(fp8, 0.0)));
+  Value runs[2];
+  for (int64_t half = 0; half < 2; ++half) {
+    int64_t base = chunkBase + 64 * half;
+    runs[half] = base >= qkDim
+                     ? zero
+                     : vector::LoadOp::create(
+                           b, loc, run16, lds.kvTiles,
+                           ValueRange{stage, tileRow,
+                                      k.add(k.idx(base), laneK)})
+                           .getResult();
+  }
+  SmallVector<int64_t> concat;
+  for (int64_t e = 0; e < 32; ++e)
+    concat.push_back(e);
+  return vector::ShuffleOp::create(b, loc, runs[0], runs[1], concat);
+}
+
+/// fp8 and mxfp4 QK at the MFMA level — `vector.contract` has no scaled form:
+/// per 16 tile rows and 128-wide K chunk two `amdgpu.scaled_mfma 16x16x128`
+/// (Q's hi and lo parts) with B = the packed E2M1 K bytes straight from the
+/// LDS tile, each lane feeding the E8M0 scale of its own 32-element K block
+/// (docs/mfma-layouts.md §2). Past Dqk the A bytes are zero and B reads a
+/// clamped, finite block. The scores go to LDS in the C/D layout: lane
+/// 16·kg + i holds S[4·kg + r][16·nb + i].
+void PartialKernel::emitScaledQK(OpBuilder &b, Value stage) {
+  KernelBuilder k{b, loc};
+  Value lane = rows.lane;
+  Type fp4 = b.getType<Float4E2M1FNType>();
+  Value kg = k.div(lane, k.idx(16)), li = k.rem(lane, k.idx(16));
+  Value laneK = k.mul(kg, k.idx(16));
+  int64_t chunks = paddedQK / 128, blocks = qkDim / 32;
+  auto accType = VectorType::get({4}, b.getF32Type());
+  Value accZero = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0)));
+  auto i32Attr = [&](int64_t v) { return b.getI32IntegerAttr(v); };
+  for (int64_t nb = 0; nb < kTileRows / 16; ++nb) {
+    Value tileRow = k.add(k.idx(16 * nb), li);
+    Value acc = accZero;
+    for (int64_t c = 0; c < chunks; ++c) {
+      Value bFrag, scale;
+      if (strategy.blockScales) {
+        // B: 32 E2M1 values (16 bytes) of K 32·kg .. 32·kg + 31 of the
+        // chunk, with their block's E8M0 scale.
+        Value offset = k.minS(k.add(k.idx(c * 64), laneK),
+                              k.idx(plan.rowBytes() - 16));
+        Value bytes = vector::LoadOp::create(
+            b, loc, VectorType::get({16}, b.getI8Type()), lds.kvTiles,
+            ValueRange{stage, tileRow, offset});
+        bFrag = vector::BitCastOp::create(
+            b, loc, VectorType::get({32}, fp4), bytes);
+        Value block = k.minS(k.add(k.idx(c * 4), kg), k.idx(blocks - 1));
+        scale = loadTileScale(k, stage, tileRow, block);
+      } else {
+        // fp8: K 16·kg + j and 64 + 16·kg + j of the chunk (j < 16), the
+        // layout of the A fragment; zero past Dqk, where Q is zero too. The
+        // per-tensor scale applies to the scores later: the B scale is 1.
+        bFrag = fp8Fragment(b, stage, tileRow, c * 128, laneK);
+        scale = arith::ConstantOp::create(
+            b, loc, b.getType<Float8E8M0FNUType>(),
+            b.getFloatAttr(b.getType<Float8E8M0FNUType>(), 1.0));
+      }
+      // Q = hi + lo/16: two MFMAs, the second with A scale 2^(e-4).
+      acc = amdgpu::ScaledMFMAOp::create(
+          b, loc, accType, i32Attr(16), i32Attr(16), i32Attr(128),
+          qFrags.hi[c], bFrag, acc, qFrags.scaleHi, scale, i32Attr(0),
+          i32Attr(0));
+      acc = amdgpu::ScaledMFMAOp::create(
+          b, loc, accType, i32Attr(16), i32Attr(16), i32Attr(128),
+          qFrags.lo[c], bFrag, acc, qFrags.scaleLo, scale, i32Attr(0),
+          i32Attr(0));
+    }
+    for (int64_t r = 0; r < 4; ++r) {
+      Value v = vector::ExtractOp::create(b, loc, acc, ArrayRef<int64_t>{r});
+      memref::StoreOp::create(
+          b, loc, v, lds.scores,
+          ValueRange{rows.wave, k.add(k.mul(kg, k.idx(4)), k.idx(r)), tileRow});
+    }
+  }
+}
+
+Value PartialKernel::loadTileScale(KernelBuilder &k, Value stage,
+                                   Value tileRow, Value block) {
+  // Block b of a row is byte b % 2 of unit b / 2; unit u sits in word u.
+  Value unit = k.add(k.mul(tileRow, k.idx(plan.scaleUnitsPerRow())),
+                     k.div(block, k.idx(2)));
+  Value byte = k.add(k.mul(unit, k.idx(4)), k.rem(block, k.idx(2)));
+  return k.load(lds.tileScales, {stage, byte});
+}

@@ -1,0 +1,110 @@
+//===- PartialKernelSoftmax.cpp - online softmax, P to LDS ----------------===//
+//
+// Per-lane code over the score tile in LDS: lane 4·r + q of a wave takes a
+// quarter of row r (one head). Scores are masked to the work item's rows
+// and the token's causal limit; the running max and sum move in the exp2
+// domain; P goes to the wave's P buffer in the plan's encoding, the rows'
+// rescale factors to the row-factor buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GFX950Kernels.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+constexpr double kFp8Max = 448.0;
+} // namespace
+
+PartialKernel::SoftmaxState
+PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart,
+                           SoftmaxState running) {
+  KernelBuilder k{b, loc};
+  Type f32 = b.getF32Type();
+  int64_t cols = kTileRows / 4;
+  auto vt = VectorType::get({cols}, f32);
+  Value colStart = k.mul(rows.quarter, k.idx(cols));
+  Value s = vector::LoadOp::create(b, loc, vt, lds.scores,
+                                   ValueRange{rows.wave, rows.row, colStart});
+  s = arith::MulFOp::create(
+      b, loc, s, vector::BroadcastOp::create(b, loc, vt, scoreScale));
+  auto idxVec = VectorType::get({cols}, b.getIndexType());
+  SmallVector<int64_t> steps(cols);
+  for (int64_t j = 0; j < cols; ++j)
+    steps[j] = j;
+  Value step = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(idxVec, ArrayRef<int64_t>(steps)));
+  Value pos = arith::AddIOp::create(
+      b, loc, step,
+      vector::BroadcastOp::create(b, loc, idxVec,
+                                  k.add(tileStart, colStart)));
+  Value inItem = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::slt, pos,
+      vector::BroadcastOp::create(b, loc, idxVec, item.end));
+  Value causal = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::slt, pos,
+      vector::BroadcastOp::create(b, loc, idxVec, rows.visibleEnd));
+  Value visible = arith::AndIOp::create(b, loc, inItem, causal);
+  s = arith::SelectOp::create(
+      b, loc, visible, s, vector::BroadcastOp::create(b, loc, vt, negInf));
+  Value tileMax = k.laneReduce(
+      vector::ReductionOp::create(b, loc,
+                                  vector::CombiningKind::MAXIMUMF, s),
+      {1, 2}, /*isMax=*/true);
+  Value newMax = k.fmax(running.max, tileMax);
+  // A row that has seen nothing yet shifts by 0, not by -inf.
+  Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                      newMax, negInf);
+  Value shift = arith::SelectOp::create(b, loc, empty, k.f32(0.0), newMax);
+  Value p = math::Exp2Op::create(
+      b, loc,
+      arith::SubFOp::create(b, loc, s,
+                            vector::BroadcastOp::create(b, loc, vt, shift)));
+  Value tileSum = k.laneReduce(
+      vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, p),
+      {1, 2}, /*isMax=*/false);
+  Value rescale = math::Exp2Op::create(
+      b, loc, arith::SubFOp::create(b, loc, running.max, shift));
+  Value newSum = k.fadd(k.fmul(running.sum, rescale), tileSum);
+  emitPStore(b, p, colStart);
+  memref::StoreOp::create(b, loc, rescale, lds.rowFactors,
+                          ValueRange{rows.wave, rows.row});
+  return {newMax, newSum};
+}
+
+void PartialKernel::emitPStore(OpBuilder &b, Value p, Value colStart) {
+  KernelBuilder k{b, loc};
+  Type f32 = b.getF32Type(), fp8 = b.getType<Float8E4M3FNType>();
+  int64_t cols = kTileRows / 4;
+  auto vt = VectorType::get({cols}, f32);
+  if (strategy.p == PEncoding::Bf16) {
+    // P in bf16 keeps 8 mantissa bits: one part is enough.
+    Value pBf16 = arith::TruncFOp::create(
+        b, loc, VectorType::get({cols}, pvType(b)), p);
+    vector::StoreOp::create(b, loc, pBf16, lds.p,
+                            ValueRange{rows.wave, c0, rows.row, colStart});
+  } else {
+    // P in two fp8 parts, p·448 ≈ hi + lo/16: one fp8 part alone keeps 3
+    // mantissa bits, which costs ~2e-2 relative error in the output.
+    auto p8Type = VectorType::get({cols}, fp8);
+    Value scaledP = arith::MulFOp::create(
+        b, loc, p, vector::BroadcastOp::create(b, loc, vt, k.f32(kFp8Max)));
+    Value pHi = arith::TruncFOp::create(b, loc, p8Type, scaledP);
+    Value residual = arith::MulFOp::create(
+        b, loc,
+        arith::SubFOp::create(b, loc, scaledP,
+                              arith::ExtFOp::create(b, loc, vt, pHi)),
+        vector::BroadcastOp::create(b, loc, vt, k.f32(16.0)));
+    Value pLo = arith::TruncFOp::create(b, loc, p8Type, residual);
+    vector::StoreOp::create(b, loc, pHi, lds.p,
+                            ValueRange{rows.wave, c0, rows.row, colStart});
+    vector::StoreOp::create(b, loc, pLo, lds.p,
+                            ValueRange{rows.wave, c1, rows.row, colStart});
+  }
+}
