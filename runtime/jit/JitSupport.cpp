@@ -17,9 +17,13 @@ mla::createEngine(mlir::ModuleOp module,
     return true;
   }();
   (void)initialized;
+  // ExecutionEngineOptions::transformer is a function_ref: the function it
+  // refers to must outlive create() (ASan found it dangling).
+  std::function<llvm::Error(llvm::Module *)> transformer =
+      mlir::makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
+                                      /*targetMachine=*/nullptr);
   mlir::ExecutionEngineOptions options;
-  options.transformer = mlir::makeOptimizingTransformer(
-      /*optLevel=*/3, /*sizeLevel=*/0, /*targetMachine=*/nullptr);
+  options.transformer = transformer;
   auto engine = mlir::ExecutionEngine::create(module, options);
   if (!engine)
     return engine.takeError();
