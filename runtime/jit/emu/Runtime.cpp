@@ -14,6 +14,27 @@
 #include <random>
 #include <ucontext.h>
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MLA_EMU_ASAN 1
+#endif
+#if __has_feature(thread_sanitizer)
+#define MLA_EMU_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(MLA_EMU_ASAN)
+#define MLA_EMU_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(MLA_EMU_TSAN)
+#define MLA_EMU_TSAN 1
+#endif
+#ifdef MLA_EMU_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+#ifdef MLA_EMU_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
 using namespace mla;
 using namespace mla::emu;
 
@@ -42,10 +63,33 @@ const char *waveOpName(WaveOp op) {
 
 struct Workgroup;
 
+/// Thrown on a lane's stack to end it early: at its own error, or when the
+/// scheduler aborts the workgroup. Caught where the lane starts, so every
+/// frame in between is destroyed (nothing leaks from a failed launch).
+struct LaneAborted {};
+
+/// A lane's stack as the sanitizers see it: swapcontext changes the stack
+/// under their feet, so ASan must be told which stack becomes live (and
+/// keeps the lane's fake frames) and TSan keeps one fiber per stack.
+struct Fiber {
+  std::unique_ptr<char[]> stack;
+  void *asanFakeStack = nullptr;
+  void *tsanFiber = nullptr;
+};
+
+/// The scheduler's side of the same bookkeeping.
+struct SchedulerFiber {
+  const void *asanStack = nullptr;
+  size_t asanStackBytes = 0;
+  void *asanFakeStack = nullptr;
+  void *tsanFiber = nullptr;
+};
+
 struct Lane {
   Workgroup *wg = nullptr;
   int id = 0;
   ucontext_t context;
+  Fiber *fiber = nullptr; // the lane's stack
   bool done = false;
   const char *waitingAt = nullptr; // what the lane waits for, if it does
 };
@@ -80,6 +124,8 @@ struct Workgroup {
   std::vector<Lane> lanes;
   std::vector<WaveSlot> waves;
   ucontext_t scheduler;
+  SchedulerFiber schedulerFiber;
+  bool aborting = false; // lanes resumed now unwind (LaneAborted)
   int barrierArrived = 0;
   uint64_t barrierGeneration = 0;
   uint64_t events = 0; // anything that can unblock a lane
@@ -95,16 +141,75 @@ thread_local Lane *currentLane = nullptr;
 
 Lane &laneOf(int64_t ctx) { return *reinterpret_cast<Lane *>(ctx); }
 
+/// The scheduler runs `lane` until it yields or returns.
+void switchToLane(Workgroup &wg, Lane &lane) {
+  SchedulerFiber &self = wg.schedulerFiber;
+#ifdef MLA_EMU_ASAN
+  __sanitizer_start_switch_fiber(&self.asanFakeStack, lane.fiber->stack.get(),
+                                 kStackBytes);
+#endif
+#ifdef MLA_EMU_TSAN
+  self.tsanFiber = __tsan_get_current_fiber();
+  __tsan_switch_to_fiber(lane.fiber->tsanFiber, 0);
+#endif
+  swapcontext(&wg.scheduler, &lane.context);
+#ifdef MLA_EMU_ASAN
+  __sanitizer_finish_switch_fiber(self.asanFakeStack, nullptr, nullptr);
+#endif
+  (void)self;
+}
+
+/// A lane's first step on its stack: learn the scheduler's.
+void enteredLane(Lane &lane) {
+#ifdef MLA_EMU_ASAN
+  SchedulerFiber &scheduler = lane.wg->schedulerFiber;
+  __sanitizer_finish_switch_fiber(nullptr, &scheduler.asanStack,
+                                  &scheduler.asanStackBytes);
+#endif
+  (void)lane;
+}
+
+/// A lane's last step: its stack is dead once the scheduler runs
+/// (a null fake-stack slot tells ASan so).
+void leavingLane(Lane &lane) {
+  SchedulerFiber &scheduler = lane.wg->schedulerFiber;
+#ifdef MLA_EMU_ASAN
+  __sanitizer_start_switch_fiber(nullptr, scheduler.asanStack,
+                                 scheduler.asanStackBytes);
+#endif
+#ifdef MLA_EMU_TSAN
+  __tsan_switch_to_fiber(scheduler.tsanFiber, 0);
+#endif
+  (void)scheduler;
+}
+
 void yield(Lane &lane) {
+  SchedulerFiber &scheduler = lane.wg->schedulerFiber;
+#ifdef MLA_EMU_ASAN
+  __sanitizer_start_switch_fiber(&lane.fiber->asanFakeStack,
+                                 scheduler.asanStack, scheduler.asanStackBytes);
+#endif
+#ifdef MLA_EMU_TSAN
+  __tsan_switch_to_fiber(scheduler.tsanFiber, 0);
+#endif
   swapcontext(&lane.context, &lane.wg->scheduler);
+#ifdef MLA_EMU_ASAN
+  __sanitizer_finish_switch_fiber(lane.fiber->asanFakeStack,
+                                  &scheduler.asanStack,
+                                  &scheduler.asanStackBytes);
+#endif
+  (void)scheduler;
+  if (lane.wg->aborting)
+    throw LaneAborted{};
 }
 
 [[noreturn]] void fail(Lane &lane, const std::string &message) {
   if (lane.wg->error.empty())
     lane.wg->error = message;
-  // Park the lane forever; the scheduler stops at the first error.
-  for (;;)
-    yield(lane);
+  // The scheduler stops the workgroup at the first error; this lane's stack
+  // unwinds now (through the JIT'd frames, whose unwind tables ORC
+  // registers), the others' when the scheduler aborts them.
+  throw LaneAborted{};
 }
 
 /// Waits until the wave's 64 lanes reached the same operation; the last one
@@ -207,9 +312,15 @@ void waveMfma(int64_t ctx, int64_t a, int64_t b, size_t abBytes, int64_t c,
 
 void trampoline() {
   Lane &lane = *currentLane;
-  (*lane.wg->body)(reinterpret_cast<int64_t>(&lane));
+  enteredLane(lane);
+  try {
+    if (!lane.wg->aborting)
+      (*lane.wg->body)(reinterpret_cast<int64_t>(&lane));
+  } catch (const LaneAborted &) {
+  }
   lane.done = true;
   ++lane.wg->events;
+  leavingLane(lane);
   // uc_link returns to the scheduler.
 }
 } // namespace
@@ -441,15 +552,34 @@ void mla::emu::callLane(void (*packedFn)(void **),
 
 struct WorkgroupRunner::Impl {
   int numThreads;
-  std::vector<std::unique_ptr<char[]>> stacks;
+  std::vector<Fiber> fibers;
   LdsHazardModel hazards;
+  ~Impl() { resetFibers(0); }
+
+  /// A stack and a sanitizer fiber per lane; `count` 0 frees them.
+  void resetFibers(int count) {
+#ifdef MLA_EMU_TSAN
+    for (Fiber &fiber : fibers)
+      if (fiber.tsanFiber)
+        __tsan_destroy_fiber(fiber.tsanFiber);
+#endif
+    fibers.resize(count);
+    for (Fiber &fiber : fibers) {
+      if (!fiber.stack)
+        fiber.stack.reset(new char[kStackBytes]);
+      fiber.asanFakeStack = nullptr;
+      fiber.tsanFiber = nullptr;
+#ifdef MLA_EMU_TSAN
+      fiber.tsanFiber = __tsan_create_fiber(0);
+#endif
+    }
+  }
 };
 
 WorkgroupRunner::WorkgroupRunner(int numThreads)
     : impl(std::make_unique<Impl>()) {
   impl->numThreads = numThreads;
-  for (int i = 0; i < numThreads; ++i)
-    impl->stacks.emplace_back(new char[kStackBytes]);
+  impl->resetFibers(numThreads);
 }
 
 WorkgroupRunner::~WorkgroupRunner() = default;
@@ -476,6 +606,21 @@ std::string describeLanes(const Workgroup &wg) {
     }
   }
   return text;
+}
+} // namespace
+
+namespace {
+/// Ends every lane that has not returned: each resumes, unwinds its stack
+/// and returns, so the stacks are free for the next workgroup.
+void abortLanes(Workgroup &wg) {
+  wg.aborting = true;
+  for (Lane &lane : wg.lanes) {
+    if (lane.done)
+      continue;
+    currentLane = &lane;
+    switchToLane(wg, lane);
+    currentLane = nullptr;
+  }
 }
 } // namespace
 
@@ -506,7 +651,8 @@ llvm::Error WorkgroupRunner::run(std::array<int64_t, 3> blockId,
     lane.wg = &wg;
     lane.id = i;
     getcontext(&lane.context);
-    lane.context.uc_stack.ss_sp = impl->stacks[i].get();
+    lane.fiber = &impl->fibers[i];
+    lane.context.uc_stack.ss_sp = lane.fiber->stack.get();
     lane.context.uc_stack.ss_size = kStackBytes;
     lane.context.uc_link = &wg.scheduler;
     makecontext(&lane.context, trampoline, 0);
@@ -524,20 +670,25 @@ llvm::Error WorkgroupRunner::run(std::array<int64_t, 3> blockId,
         continue;
       allDone = false;
       currentLane = &lane;
-      swapcontext(&wg.scheduler, &lane.context);
+      switchToLane(wg, lane);
       currentLane = nullptr;
-      if (!wg.error.empty())
+      if (!wg.error.empty()) {
+        abortLanes(wg);
         return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                        "emu: " + wg.error);
+      }
     }
     if (allDone)
       break;
-    if (wg.events == eventsBefore)
-      return llvm::createStringError(
+    if (wg.events == eventsBefore) {
+      auto error = llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "emu: %s deadlocked: lanes wait at a barrier or wave operation that "
           "not all of them reach (%s)",
           workgroupName(wg).c_str(), describeLanes(wg).c_str());
+      abortLanes(wg);
+      return error;
+    }
   }
   // DMAs still in flight land at the end of the kernel.
   for (size_t w = 0; w < wg.waves.size(); ++w)
