@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ std::vector<Launch> launches;
 std::string failNext; // the function whose next call fails
 int failStatus = 0;
 int liveAllocations = 0, liveModules = 0;
+std::set<std::string> functionNames;
 
 /// The injected failure of `function`, once; 0 otherwise.
 int injected(const char *function) {
@@ -82,7 +84,10 @@ int hipModuleUnload(void *) {
 }
 int hipModuleGetFunction(void **function, void *, const char *name) {
   FAIL_IF_INJECTED("hipModuleGetFunction");
-  *function = strdup(name); // leaked: a test process
+  // A function is its name, interned for the process (HIP's functions live
+  // as long as their module; names are few).
+  std::lock_guard<std::mutex> lock(mutex);
+  *function = const_cast<char *>(functionNames.insert(name).first->c_str());
   return 0;
 }
 int hipModuleLaunchKernel(void *function, unsigned gx, unsigned gy,

@@ -33,7 +33,16 @@ extern "C" {
 
 #define MLA_RUNTIME_API_VERSION 1
 
-typedef enum mla_status {
+/* C callers may pass any int where an enum is expected; in C++ an enum
+   without a fixed type cannot hold values outside its enumerators' range, so
+   the runtime (C++) gives each the fixed type int and checks the value. */
+#ifdef __cplusplus
+#define MLA_ENUM(name) enum name : int
+#else
+#define MLA_ENUM(name) enum name
+#endif
+
+typedef MLA_ENUM(mla_status) {
   MLA_SUCCESS = 0,
   MLA_ERROR_INVALID_ARGUMENT = 1,    /* null pointer, bad value */
   MLA_ERROR_IO = 2,                  /* a file is missing or unreadable */
@@ -47,13 +56,13 @@ typedef enum mla_status {
   MLA_ERROR_INTERNAL = 10
 } mla_status;
 
-typedef enum mla_backend {
+typedef MLA_ENUM(mla_backend) {
   MLA_BACKEND_HIP = 0,
   MLA_BACKEND_EMU = 1,
   MLA_BACKEND_CPU = 2
 } mla_backend;
 
-typedef enum mla_kv_format {
+typedef MLA_ENUM(mla_kv_format) {
   MLA_KV_BF16 = 0,  /* [N, Dqk] bf16 */
   MLA_KV_FP8 = 1,   /* [N, Dqk] e4m3fn, one f32 scale */
   MLA_KV_MXFP4 = 2  /* [N, Dqk/2] packed e2m1, [N, Dqk/32] e8m0 scales */
