@@ -123,7 +123,7 @@ struct Workgroup {
   std::array<int64_t, 3> blockId{};
   std::vector<Lane> lanes;
   std::vector<WaveSlot> waves;
-  ucontext_t scheduler;
+  ucontext_t scheduler{};
   SchedulerFiber schedulerFiber;
   bool aborting = false; // lanes resumed now unwind (LaneAborted)
   int barrierArrived = 0;
@@ -656,6 +656,12 @@ llvm::Error WorkgroupRunner::run(std::array<int64_t, 3> blockId,
     lane.context.uc_stack.ss_size = kStackBytes;
     lane.context.uc_link = &wg.scheduler;
     makecontext(&lane.context, trampoline, 0);
+    // makecontext has set up the stack; swapcontext no longer reads
+    // uc_stack. ASan's swapcontext interceptor does: it clears the shadow
+    // of the whole stack (64 KiB) at every switch into the lane, most of an
+    // instrumented emu run. The fiber annotations tell it the live stack
+    // instead.
+    lane.context.uc_stack.ss_size = 0;
   }
   std::vector<int> order(impl->numThreads);
   std::iota(order.begin(), order.end(), 0);
