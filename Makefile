@@ -6,7 +6,7 @@ JOBS ?= 2
 # Debian's python3, whose numpy, pybind11 and pytest bootstrap installs.
 PYTHON ?= /usr/bin/python3
 
-.PHONY: run test build bootstrap clean fuzz
+.PHONY: run test build bootstrap clean fuzz test-sanitize
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -37,6 +37,12 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	@scripts/bootstrap.sh fuzz
 	scripts/fuzz.sh $(BUILD)-fuzz $(FUZZ_SECONDS) .
+
+# The project under ASan + UBSan and its tests, then the concurrent-launch
+# test under TSan, each in its own build directory (docs/reliability.md).
+test-sanitize:
+	@scripts/bootstrap.sh fuzz
+	scripts/test-sanitize.sh $(BUILD)-sanitize . $(JOBS)
 
 clean:
 	rm -rf $(BUILD)
