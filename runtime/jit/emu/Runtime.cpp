@@ -169,20 +169,6 @@ void enteredLane(Lane &lane) {
   (void)lane;
 }
 
-/// A lane's last step: its stack is dead once the scheduler runs
-/// (a null fake-stack slot tells ASan so).
-void leavingLane(Lane &lane) {
-  SchedulerFiber &scheduler = lane.wg->schedulerFiber;
-#ifdef MLA_EMU_ASAN
-  __sanitizer_start_switch_fiber(nullptr, scheduler.asanStack,
-                                 scheduler.asanStackBytes);
-#endif
-#ifdef MLA_EMU_TSAN
-  __tsan_switch_to_fiber(scheduler.tsanFiber, 0);
-#endif
-  (void)scheduler;
-}
-
 void yield(Lane &lane) {
   SchedulerFiber &scheduler = lane.wg->schedulerFiber;
 #ifdef MLA_EMU_ASAN
@@ -310,6 +296,15 @@ void waveMfma(int64_t ctx, int64_t a, int64_t b, size_t abBytes, int64_t c,
   std::memcpy(reinterpret_cast<void *>(d), slot.d[l].data(), 16);
 }
 
+/// Where a lane starts (makecontext) and ends (uc_link back to the
+/// scheduler). TSan keeps a shadow call stack per fiber: an instrumented
+/// trampoline would push its frame on the lane's fiber and pop it from the
+/// scheduler's, which it has switched to before returning. So the
+/// trampoline stays uninstrumented and switches fibers itself; what it
+/// calls pushes and pops on the lane's fiber alone.
+#if defined(__clang__)
+__attribute__((disable_sanitizer_instrumentation))
+#endif
 void trampoline() {
   Lane &lane = *currentLane;
   enteredLane(lane);
@@ -320,8 +315,17 @@ void trampoline() {
   }
   lane.done = true;
   ++lane.wg->events;
-  leavingLane(lane);
-  // uc_link returns to the scheduler.
+  // The lane's stack is dead once the scheduler runs (a null fake-stack slot
+  // tells ASan so); uc_link returns to the scheduler.
+  SchedulerFiber &scheduler = lane.wg->schedulerFiber;
+#ifdef MLA_EMU_ASAN
+  __sanitizer_start_switch_fiber(nullptr, scheduler.asanStack,
+                                 scheduler.asanStackBytes);
+#endif
+#ifdef MLA_EMU_TSAN
+  __tsan_switch_to_fiber(scheduler.tsanFiber, 0);
+#endif
+  (void)scheduler;
 }
 } // namespace
 
