@@ -827,10 +827,11 @@ TEST_F(FakeHip, PacksKernelArgumentsFromMetadata) {
     const ArtifactKernel &desc = artifact->kernels[k];
     EXPECT_EQ(name, desc.name);
     EXPECT_EQ(block[0], 256u);
-    // The partial kernel: work items rounded up to the 8 XCDs, one row
-    // block each (H = 16); the combine: one workgroup per sequence.
+    // The partial kernel: work items rounded up to the 8 XCDs, times the
+    // row blocks q_len 4 needs (H = 16: a token's 16 rows per workgroup, 4
+    // waves on them); the combine: one workgroup per sequence.
     EXPECT_EQ(grid[0],
-              k == 0 ? (unsigned)(info.num_work_items + 7) / 8 * 8 : 2u);
+              k == 0 ? (unsigned)(info.num_work_items + 7) / 8 * 8 * 4 : 2u);
     EXPECT_EQ(bytes, (size_t)desc.kernargBytes);
     for (const ArtifactKernelArg &arg : desc.args) {
       auto word = [&](size_t w) {

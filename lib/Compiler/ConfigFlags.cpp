@@ -26,6 +26,10 @@ ConfigFlags::ConfigFlags(cl::OptionCategory &category)
                         cl::desc("Waves per workgroup (default: the config's "
                                  "choice)"),
                         cl::init(0), cl::cat(category)),
+      wavesPerRowGroup("waves-per-row-group",
+                       cl::desc("Waves sharing one group of 16 query rows: "
+                                "1, 2 or 4 (default: the config's choice)"),
+                       cl::init(0), cl::cat(category)),
       pipelineStages("pipeline-stages",
                      cl::desc("KV tiles in flight (default: the config's "
                               "choice)"),
@@ -35,6 +39,7 @@ bool ConfigFlags::anyGiven() const {
   return target.getNumOccurrences() || splits.getNumOccurrences() ||
          kvTile.getNumOccurrences() || headsPerWorkgroup.getNumOccurrences() ||
          wavesPerWorkgroup.getNumOccurrences() ||
+         wavesPerRowGroup.getNumOccurrences() ||
          pipelineStages.getNumOccurrences();
 }
 
@@ -45,6 +50,7 @@ DecodePipelineOptions ConfigFlags::options() const {
   options.kvTile = kvTile.getValue();
   options.headsPerWorkgroup = headsPerWorkgroup.getValue();
   options.wavesPerWorkgroup = wavesPerWorkgroup.getValue();
+  options.wavesPerRowGroup = wavesPerRowGroup.getValue();
   options.pipelineStages = pipelineStages.getValue();
   return options;
 }

@@ -30,7 +30,7 @@ FormatStrategy PartialKernelPlan::strategy() const {
 
 int64_t PartialKernelPlan::blocksPerItem() const {
   int64_t groups = kMaxQueryTokens * groupsPerToken();
-  return headBlocks() * ((groups + kWaves - 1) / kWaves);
+  return headBlocks() * ((groups + rowGroups() - 1) / rowGroups());
 }
 
 int64_t PartialKernelPlan::rowBytes() const {
@@ -47,7 +47,7 @@ std::vector<LdsBuffer> PartialKernelPlan::ldsBuffers() const {
   std::vector<LdsBuffer> buffers = {
       {"kv_tiles", {s.pipelineStages, s.kvTile, rowElements()},
        LdsElement::Cache, elementBytes()},
-      {"scores", {kWaves, kRowsPerWave, s.kvTile}, LdsElement::F32, 4},
+      {"scores", {rowGroups(), kRowsPerWave, s.kvTile}, LdsElement::F32, 4},
       {"p", {kWaves, pParts, kRowsPerWave, s.kvTile}, LdsElement::P, pBytes},
       {"row_factors", {kWaves, kRowsPerWave}, LdsElement::F32, 4}};
   if (strategy().pv == PVPath::DecodedHalfTiles)
@@ -73,6 +73,15 @@ PartialKernelPlan::unsupported(int64_t ldsLimit) const {
     return "the partial kernel runs " + str(kWaves) +
            " waves (16 query rows each); the config asks for "
            "waves_per_workgroup = " + str(s.wavesPerWorkgroup);
+  int64_t split = wavesPerRowGroup();
+  if (split != 1 && split != 2 && split != 4)
+    return "waves_per_row_group = " + str(split) + " must be 1, 2 or 4";
+  // QK hands each wave whole 16-row MFMA blocks of the tile; PV whole
+  // 16-column blocks of Dv, 8-byte aligned for the transposed reads.
+  if (kvRowsPerWave() % 16 != 0 || s.vDim % (16 * split) != 0)
+    return "waves_per_row_group = " + str(split) + " needs kv_tile = " +
+           str(s.kvTile) + " and Dv = " + str(s.vDim) +
+           " to split into multiples of 16 rows and columns";
   if (s.headsPerWorkgroup <= 0 || s.numHeads % s.headsPerWorkgroup != 0 ||
       s.headsPerWorkgroup % kRowsPerWave != 0)
     return "heads_per_workgroup = " + str(s.headsPerWorkgroup) +

@@ -156,6 +156,11 @@ private:
   struct WaveRows {
     mlir::Value tid, wave, lane, isRealRow, token, headGroup, tokenRow,
         visibleEnd;
+    /// The wave's group among the workgroup's (its score buffer), whether it
+    /// is the group's first wave (it writes lse; null when the wave is
+    /// alone in its group), and the first tile row and Dv column of its
+    /// share.
+    mlir::Value rowGroup, firstPart, kvRowBase, vColBase;
     /// Lane roles in the per-lane code: row = lane / 4 (a head of the
     /// group), quarter = lane % 4 (a quarter of that row).
     mlir::Value row, quarter, head;

@@ -114,10 +114,23 @@ SmallVector<Value> elementIndices(OpBuilder &b, Location loc,
   return result;
 }
 
+/// Whether index `v` is a multiple of `m`: a constant, or sums and products
+/// of such (a wave's first column of a split tile is part · columns).
+bool isMultipleOf(Value v, int64_t m) {
+  if (std::optional<int64_t> c = getConstantIntValue(v))
+    return *c % m == 0;
+  if (auto mul = v.getDefiningOp<arith::MulIOp>())
+    return isMultipleOf(mul.getLhs(), m) || isMultipleOf(mul.getRhs(), m);
+  if (auto add = v.getDefiningOp<arith::AddIOp>())
+    return isMultipleOf(add.getLhs(), m) && isMultipleOf(add.getRhs(), m);
+  return false;
+}
+
 /// Whether the K runs of a (k, n) tile read from `read` can come from
 /// transposed LDS loads (ds_read_b64_tr_b8 / _b16): a workgroup buffer of 8-
 /// or 16-bit elements, row-major, in which every lane's 8 bytes start
-/// 8-byte aligned (static strides, offset and column index).
+/// 8-byte aligned (static strides and offset, a column index that is a
+/// multiple of 8 bytes).
 bool canTransposeLoad(vector::TransferReadOp read) {
   auto type = dyn_cast<MemRefType>(read.getBase().getType());
   auto space = type ? dyn_cast_or_null<gpu::AddressSpaceAttr>(
@@ -138,8 +151,7 @@ bool canTransposeLoad(vector::TransferReadOp read) {
     if (ShapedType::isDynamic(stride) || stride * bytes % 8 != 0)
       if (stride != 1)
         return false;
-  std::optional<int64_t> col = getConstantIntValue(read.getIndices().back());
-  return col && *col * bytes % 8 == 0;
+  return isMultipleOf(read.getIndices().back(), 8 / bytes);
 }
 
 /// vector.contract of two fp8 or bf16 tiles read from memory into a wave

@@ -1,12 +1,15 @@
 //===- PartialKernel.cpp - the gfx950 partial kernel: frame and KV loop ---===//
 //
-// One workgroup per (work item, block of 64 query rows), 4 waves; the
+// One workgroup per (work item, block of query rows), 4 waves; the
 // (token, head) rows of a block of heads_per_workgroup heads go in groups of
 // 16 to the waves, token-major, so a workgroup reads each KV tile once for
-// up to 64 rows (all heads of a token when H <= 64, all 4 tokens when H =
-// 16). Waves past the rows repeat the last group and write nothing, so
-// control flow stays uniform for the barriers; blocks past them return at
-// once. A work item's row blocks run in consecutive dispatch slots of one
+// all its rows. With waves_per_row_group W > 1 a group's W waves split the
+// work on it: each computes the scores of kv_tile/W of the tile's rows and
+// the output of Dv/W of the columns (H = 16 at q_len 1: 16 rows, four
+// waves busy instead of one); with W = 1 each wave has its own group and a
+// workgroup holds 64 rows. Waves past the rows repeat the last group and
+// write nothing, so control flow stays uniform for the barriers; blocks
+// past them return at once. A work item's row blocks run in consecutive dispatch slots of one
 // XCD, sharing its L2, so a cache byte comes from HBM once
 // (docs/pipelines.md). The stages of the KV loop are in the files
 // GFX950Kernels.h lists.
@@ -26,7 +29,6 @@ using namespace mla;
 
 namespace {
 constexpr int64_t kWaveSize = PartialKernelPlan::kWaveSize;
-constexpr int64_t kWaves = PartialKernelPlan::kWaves;
 constexpr int64_t kThreads = PartialKernelPlan::kThreads;
 constexpr int64_t kRowsPerWave = PartialKernelPlan::kRowsPerWave;
 
@@ -39,7 +41,8 @@ PartialKernelShape shapeOf(PartialDecodeOp op) {
           config.getKvTile(),
           config.getPipelineStages(),
           config.getHeadsPerWorkgroup(),
-          config.getWavesPerWorkgroup()};
+          config.getWavesPerWorkgroup(),
+          config.getWavesPerRowGroup()};
 }
 } // namespace
 
@@ -222,13 +225,13 @@ Value PartialKernel::emitWorkAssignment(OpBuilder &b) {
   item.kvLen =
       k.sub(k.loadIndex(args.kvIndptr, {k.add(item.seq, c1)}), item.kvBegin);
   // The query rows of one block of heads_per_workgroup heads, q_len·hpw of
-  // them, in groups of 16 heads (token-major): the workgroup's waves take 4
-  // consecutive groups and share every KV tile, so a tile is read once for
-  // 64 rows. Workgroups past the rows have nothing to do.
+  // them, in groups of 16 heads (token-major): the workgroup takes
+  // rowGroups() consecutive groups and its waves share every KV tile.
+  // Workgroups past the rows have nothing to do.
   Value headBlock = k.rem(rowBlock, k.idx(plan.headBlocks()));
   Value numGroups = k.mul(item.qLen, k.idx(plan.groupsPerToken()));
-  Value firstGroup =
-      k.mul(k.div(rowBlock, k.idx(plan.headBlocks())), k.idx(kWaves));
+  Value firstGroup = k.mul(k.div(rowBlock, k.idx(plan.headBlocks())),
+                           k.idx(plan.rowGroups()));
   Value blockHasRows = arith::AndIOp::create(
       b, loc, itemExists, k.lessThan(firstGroup, numGroups));
   groupsOfBlock = {firstGroup, numGroups, headBlock};
@@ -238,9 +241,23 @@ Value PartialKernel::emitWorkAssignment(OpBuilder &b) {
 void PartialKernel::emitWaveRows(OpBuilder &b) {
   KernelBuilder k{b, loc};
   auto [firstGroup, numGroups, headBlock] = groupsOfBlock;
+  // A wave's group and its share of the group's work (W = 1: its own
+  // group, all of the tile's rows and columns).
+  int64_t split = plan.wavesPerRowGroup();
+  rows.rowGroup = split == 1 ? rows.wave : k.div(rows.wave, k.idx(split));
+  Value part = split == 1 ? c0 : k.rem(rows.wave, k.idx(split));
+  rows.firstPart =
+      split == 1 ? Value()
+                 : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         part, c0)
+                       .getResult();
+  rows.kvRowBase =
+      split == 1 ? c0 : k.mul(part, k.idx(plan.kvRowsPerWave()));
+  rows.vColBase =
+      split == 1 ? c0 : k.mul(part, k.idx(plan.vColumnsPerWave()));
   // Waves past the block's rows repeat the last group so that every wave
   // reaches the barriers, and write nothing.
-  Value group = k.add(firstGroup, rows.wave);
+  Value group = k.add(firstGroup, rows.rowGroup);
   rows.isRealRow = k.lessThan(group, numGroups);
   Value clampedGroup = k.minS(group, k.sub(numGroups, c1));
   rows.token = k.div(clampedGroup, k.idx(plan.groupsPerToken()));
@@ -283,7 +300,7 @@ void PartialKernel::emitBody(OpBuilder &b) {
 scf::ForOp PartialKernel::emitKVLoop(OpBuilder &b) {
   KernelBuilder k{b, loc};
   Type f32 = b.getF32Type();
-  auto accType = VectorType::get({kRowsPerWave, vDim}, f32);
+  auto accType = VectorType::get({kRowsPerWave, plan.vColumnsPerWave()}, f32);
   zeroAcc = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0)));
   negInf = k.f32(-INFINITY);
@@ -349,7 +366,8 @@ Value PartialKernel::readRowFactors(OpBuilder &b) {
   MLIRContext *ctx = b.getContext();
   auto rowMap = AffineMap::get(
       2, 0, {b.getAffineDimExpr(1), b.getAffineConstantExpr(0)}, ctx);
-  auto accType = VectorType::get({kRowsPerWave, vDim}, b.getF32Type());
+  auto accType =
+      VectorType::get({kRowsPerWave, plan.vColumnsPerWave()}, b.getF32Type());
   return vector::TransferReadOp::create(
       b, loc, accType, lds.rowFactors, ValueRange{rows.wave, c0}, padF32,
       rowMap, ArrayRef<bool>{true, true});

@@ -51,8 +51,12 @@ void PartialKernel::emitEpilogue(OpBuilder &b, scf::ForOp loop) {
   Value direct = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                        seqItems, c1);
   Value headBase = k.mul(rows.headGroup, k.idx(kRowsPerWave));
+  // One lane per row writes lse: the first quarter of the row group's
+  // first wave.
   Value firstQuarter =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rows.quarter, c0);
+  if (rows.firstPart)
+    firstQuarter = arith::AndIOp::create(b, loc, rows.firstPart, firstQuarter);
   auto storeLse = [&](Value mem, ValueRange indices) {
     scf::IfOp::create(b, loc, firstQuarter, [&](OpBuilder &jb, Location) {
       OpBuilder::InsertionGuard g2(b);
@@ -70,10 +74,13 @@ void PartialKernel::emitEpilogue(OpBuilder &b, scf::ForOp loop) {
           OpBuilder::InsertionGuard g2(b);
           b.setInsertionPoint(db.getInsertionBlock(), db.getInsertionPoint());
           Value outBf16 = arith::TruncFOp::create(
-              b, loc, VectorType::get({kRowsPerWave, vDim}, b.getBF16Type()),
+              b, loc,
+              VectorType::get({kRowsPerWave, plan.vColumnsPerWave()},
+                              b.getBF16Type()),
               out);
           vector::TransferWriteOp::create(b, loc, outBf16, args.out,
-                                          ValueRange{rows.tokenRow, headBase, c0},
+                                          ValueRange{rows.tokenRow, headBase,
+                                                     rows.vColBase},
                                           ArrayRef<bool>{true, true});
           storeLse(args.lse, {rows.tokenRow, rows.head});
           scf::YieldOp::create(b, loc);
@@ -82,7 +89,8 @@ void PartialKernel::emitEpilogue(OpBuilder &b, scf::ForOp loop) {
           OpBuilder::InsertionGuard g2(b);
           b.setInsertionPoint(pb.getInsertionBlock(), pb.getInsertionPoint());
           vector::TransferWriteOp::create(b, loc, out, args.partialOut,
-                                          ValueRange{item.slot, rows.token, headBase, c0},
+                                          ValueRange{item.slot, rows.token,
+                                                     headBase, rows.vColBase},
                                           ArrayRef<bool>{true, true});
           storeLse(args.partialLse, {item.slot, rows.token, rows.head});
           scf::YieldOp::create(b, loc);

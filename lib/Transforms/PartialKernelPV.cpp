@@ -4,7 +4,8 @@
 // from the KV tile (V = the first Dv columns; fp8's P in two parts, the lo
 // part scaled by 2^-4 in the MFMA); mxfp4 decodes V into bf16 half tiles
 // first. The contractions are wave-level `vector.contract`s that
-// mla-lower-to-mfma distributes over the lanes.
+// mla-lower-to-mfma distributes over the lanes; each wave computes its
+// share of the Dv columns (all of them unless its row group splits them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +32,8 @@ Value PartialKernel::emitPV(OpBuilder &b, Value stage, Value acc) {
 Value PartialKernel::emitTilePV(OpBuilder &b, Value stage, Value acc) {
   Type elem = elemType(b);
   auto pTileType = VectorType::get({kRowsPerWave, kTileRows}, elem);
-  auto vTileType = VectorType::get({kTileRows, vDim}, elem);
+  auto vTileType =
+      VectorType::get({kTileRows, plan.vColumnsPerWave()}, elem);
   auto readP = [&](Value part) {
     return vector::TransferReadOp::create(
         b, loc, pTileType, lds.p, ValueRange{rows.wave, part, c0, c0}, padElem,
@@ -39,8 +41,8 @@ Value PartialKernel::emitTilePV(OpBuilder &b, Value stage, Value acc) {
   };
   auto readV = [&] {
     return vector::TransferReadOp::create(
-        b, loc, vTileType, lds.kvTiles, ValueRange{stage, c0, c0}, padElem,
-        ArrayRef<bool>{true, true});
+        b, loc, vTileType, lds.kvTiles, ValueRange{stage, c0, rows.vColBase},
+        padElem, ArrayRef<bool>{true, true});
   };
   // Operands are created in a fixed order (C++ leaves argument evaluation
   // order open).
@@ -107,7 +109,7 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
     }
   };
   auto pHalfType = VectorType::get({kRowsPerWave, kVHalfRows}, bf16);
-  auto vHalfType = VectorType::get({kVHalfRows, vDim}, bf16);
+  auto vHalfType = VectorType::get({kVHalfRows, plan.vColumnsPerWave()}, bf16);
   Value padBf16 = arith::ConstantOp::create(b, loc, b.getFloatAttr(bf16, 0.0));
   for (int64_t half = 0; half < kTileRows / kVHalfRows; ++half) {
     if (half > 0) // the previous half's MFMAs are done with the buffer
@@ -141,8 +143,8 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
         ValueRange{rows.wave, c0, c0, k.idx(half * kVHalfRows)}, padBf16,
         ArrayRef<bool>{true, true});
     Value vTile = vector::TransferReadOp::create(
-        b, loc, vHalfType, lds.decodedV, ValueRange{c0, c0}, padBf16,
-        ArrayRef<bool>{true, true});
+        b, loc, vHalfType, lds.decodedV, ValueRange{c0, rows.vColBase},
+        padBf16, ArrayRef<bool>{true, true});
     acc = vector::ContractionOp::create(b, loc, pTile, vTile, acc, pvMaps,
                                         iters);
   }

@@ -3,8 +3,9 @@
 // Per format (the plan's QKPath): bf16 runs bf16 MFMAs on the wave's Q tile
 // (read once, before the loop) and K as it is; fp8 and mxfp4 run scaled
 // MFMAs at the MFMA level with Q resident in registers in two fp8 parts with
-// per-head power-of-two scales (mxfp4 adds K's E8M0 block scales). The
-// scores go to the wave's score buffer in LDS.
+// per-head power-of-two scales (mxfp4 adds K's E8M0 block scales). A wave
+// scores its share of the tile's rows (all of them unless its row group
+// splits the tile) into its row group's score buffer in LDS.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,20 +59,21 @@ void PartialKernel::emitQK(OpBuilder &b, Value stage) {
 }
 
 /// bf16 caches: bf16 MFMAs on Q (read before the loop) and K as they are,
-/// a wave-level contraction on the 16 heads x kv_tile rows.
+/// a wave-level contraction on the 16 heads x the wave's tile rows.
 void PartialKernel::emitBf16QK(OpBuilder &b, Value stage) {
   Type elem = elemType(b), f32 = b.getF32Type();
-  auto kTileType = VectorType::get({kTileRows, qkDim}, elem);
+  int64_t kvRows = plan.kvRowsPerWave();
+  auto kTileType = VectorType::get({kvRows, qkDim}, elem);
   Value kTile = vector::TransferReadOp::create(
-      b, loc, kTileType, lds.kvTiles, ValueRange{stage, c0, c0}, padElem,
-      ArrayRef<bool>{true, true});
-  auto sType = VectorType::get({kRowsPerWave, kTileRows}, f32);
+      b, loc, kTileType, lds.kvTiles, ValueRange{stage, rows.kvRowBase, c0},
+      padElem, ArrayRef<bool>{true, true});
+  auto sType = VectorType::get({kRowsPerWave, kvRows}, f32);
   Value sZero = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(sType, b.getF32FloatAttr(0.0)));
   Value scores = vector::ContractionOp::create(b, loc, qTileBf16, kTile, sZero,
                                                qkMaps, iters);
   vector::TransferWriteOp::create(b, loc, scores, lds.scores,
-                                  ValueRange{rows.wave, c0, c0},
+                                  ValueRange{rows.rowGroup, c0, rows.kvRowBase},
                                   ArrayRef<bool>{true, true});
 }
 
@@ -214,8 +216,8 @@ void PartialKernel::emitScaledQK(OpBuilder &b, Value stage) {
   Value accZero = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0)));
   auto i32Attr = [&](int64_t v) { return b.getI32IntegerAttr(v); };
-  for (int64_t nb = 0; nb < kTileRows / 16; ++nb) {
-    Value tileRow = k.add(k.idx(16 * nb), li);
+  for (int64_t nb = 0; nb < plan.kvRowsPerWave() / 16; ++nb) {
+    Value tileRow = k.add(rows.kvRowBase, k.add(k.idx(16 * nb), li));
     Value acc = accZero;
     for (int64_t c = 0; c < chunks; ++c) {
       Value bFrag, scale;
@@ -254,7 +256,8 @@ void PartialKernel::emitScaledQK(OpBuilder &b, Value stage) {
       Value v = vector::ExtractOp::create(b, loc, acc, ArrayRef<int64_t>{r});
       memref::StoreOp::create(
           b, loc, v, lds.scores,
-          ValueRange{rows.wave, k.add(k.mul(kg, k.idx(4)), k.idx(r)), tileRow});
+          ValueRange{rows.rowGroup, k.add(k.mul(kg, k.idx(4)), k.idx(r)),
+                     tileRow});
     }
   }
 }

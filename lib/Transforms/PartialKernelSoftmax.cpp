@@ -30,8 +30,10 @@ PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart,
   int64_t cols = kTileRows / 4;
   auto vt = VectorType::get({cols}, f32);
   Value colStart = k.mul(rows.quarter, k.idx(cols));
-  Value s = vector::LoadOp::create(b, loc, vt, lds.scores,
-                                   ValueRange{rows.wave, rows.row, colStart});
+  // The whole row's scores, from every wave of the row group: each wave
+  // keeps the full softmax state and its own P.
+  Value s = vector::LoadOp::create(
+      b, loc, vt, lds.scores, ValueRange{rows.rowGroup, rows.row, colStart});
   s = arith::MulFOp::create(
       b, loc, s, vector::BroadcastOp::create(b, loc, vt, scoreScale));
   auto idxVec = VectorType::get({cols}, b.getIndexType());

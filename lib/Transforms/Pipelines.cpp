@@ -69,6 +69,7 @@ mla::selectConfigOptions(const DecodePipelineOptions &options) {
   config.kvTile = options.kvTile;
   config.headsPerWorkgroup = options.headsPerWorkgroup;
   config.wavesPerWorkgroup = options.wavesPerWorkgroup;
+  config.wavesPerRowGroup = options.wavesPerRowGroup;
   config.pipelineStages = options.pipelineStages;
   return config;
 }

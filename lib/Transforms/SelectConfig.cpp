@@ -9,10 +9,13 @@
 
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Target/KnownTargets.h"
+#include "mla/Target/PartialKernelPlan.h"
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
 
 namespace mla {
 #define GEN_PASS_DEF_MLASELECTCONFIGPASS
@@ -23,6 +26,24 @@ using namespace mlir;
 using namespace mla;
 
 namespace {
+/// Enough waves per group of 16 query rows that one token's rows fill the
+/// workgroup (q_len 1, the common decode step): H = 16 splits each tile over
+/// 4 waves, H = 32 over 2 — as far as the tile's rows and the Dv columns
+/// split into 16s.
+int64_t defaultRowGroupWaves(int64_t waves, int64_t headsPerWg, int64_t tile,
+                             int64_t vDim) {
+  int64_t groupsPerToken = std::max<int64_t>(1, headsPerWg / 16);
+  auto splitsInto16s = [](int64_t n, int64_t parts) {
+    return n % (16 * parts) == 0;
+  };
+  int64_t split = 1;
+  while (split < 4 && waves % (2 * split) == 0 &&
+         2 * split * groupsPerToken <= waves &&
+         splitsInto16s(tile, 2 * split) && splitsInto16s(vDim, 2 * split))
+    split *= 2;
+  return split;
+}
+
 TargetAttr serializeTarget(MLIRContext *ctx, const TargetInfo &info) {
   Builder b(ctx);
   SmallVector<Attribute> instructions;
@@ -59,22 +80,46 @@ struct MLASelectConfigPass
       auto pick = [](int64_t forced, int64_t chosen) {
         return forced != 0 ? forced : chosen;
       };
-      // 64 rows of fp8 or mxfp4 and 32 of bf16 are the same bytes: the
-      // gfx950 kernel's two stages fit its LDS.
-      int64_t tile = pick(kvTile, isGpu && op.getKvFormat() == KVFormat::bf16
-                                      ? 32
-                                      : 64);
       // One block of all H heads: a workgroup's rows pack the (token, head)
       // rows of a sequence densely, so the fewest workgroups share a tile.
       int64_t headsPerWg = pick(headsPerWorkgroup, heads);
       int64_t waves = pick(wavesPerWorkgroup, isGpu ? 4 : 1);
       int64_t stages = pick(pipelineStages, isGpu ? 2 : 1);
+      int64_t vDim = static_cast<int64_t>(op.getVHeadDim());
+      auto rowGroupWavesFor = [&](int64_t tile) {
+        return pick(wavesPerRowGroup,
+                    isGpu ? defaultRowGroupWaves(waves, headsPerWg, tile, vDim)
+                          : 1);
+      };
+      // 64-row tiles, unless the gfx950 kernel's stages of them do not fit
+      // its LDS (bf16 rows are twice as wide: they fit only when the
+      // waves share one row group, whose score buffer is small).
+      int64_t tile = kvTile;
+      if (tile == 0) {
+        tile = 64;
+        if (isGpu) {
+          auto fits = [&](int64_t candidate) {
+            PartialKernelShape shape{
+                cacheFormat(op.getKvFormat()), heads,
+                op.getQKHeadDim(),             vDim,
+                candidate,                     stages,
+                headsPerWg,                    waves,
+                rowGroupWavesFor(candidate)};
+            return PartialKernelPlan(shape).ldsBytes() <=
+                   info->arch->ldsBytesPerCU;
+          };
+          while (tile > 16 && !fits(tile))
+            tile /= 2;
+        }
+      }
+      int64_t rowGroupWaves = rowGroupWavesFor(tile);
       SplitPolicy policy =
           splits == -1 ? SplitPolicy::balanced : SplitPolicy::uniform;
       int64_t splitCount = splits == -1 ? 0 : int64_t(splits);
       auto emitError = [&] { return op.emitOpError(); };
       ConfigAttr config = ConfigAttr::getChecked(
-          emitError, ctx, tile, headsPerWg, waves, stages, policy, splitCount);
+          emitError, ctx, tile, headsPerWg, waves, stages, policy, splitCount,
+          rowGroupWaves);
       if (!config ||
           failed(verifyConfigForDecode(emitError, target, config,
                                        op.getKvFormat(), heads,

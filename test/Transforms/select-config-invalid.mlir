@@ -8,15 +8,17 @@
 // RUN: not mla-opt %s --split-input-file --mla-select-config="heads-per-workgroup=32" 2>&1 | FileCheck %s --check-prefix=DIVIDE
 // RUN: not mla-opt %s --split-input-file --mla-select-config="waves-per-workgroup=32" 2>&1 | FileCheck %s --check-prefix=WAVES
 // RUN: not mla-opt %s --split-input-file --mla-select-config="pipeline-stages=-2" 2>&1 | FileCheck %s --check-prefix=STAGES
+// RUN: not mla-opt %s --split-input-file --mla-select-config="waves-per-row-group=3" 2>&1 | FileCheck %s --check-prefix=ROWGROUP
 // RUN: not mla-opt %s --split-input-file --mla-select-config="target=gfx942" 2>&1 | FileCheck %s --check-prefix=TARGET
 
 // TILE: error: 'mla.decode' op kv_tile = 48 must be a positive power of two
 // SPLITS0: error: 'mla.decode' op uniform split_policy needs splits >= 1, got splits = 0
-// LDS: error: 'mla.decode' op config needs 246016 bytes of LDS (3 stages x 64 kv rows, scores, P and row factors), target gfx950 has 163840
+// LDS: error: 'mla.decode' op config needs 233728 bytes of LDS (3 stages x 64 kv rows, scores, P and row factors), target gfx950 has 163840
 // HEADS24: error: 'mla.decode' op heads_per_workgroup = 24 must be a positive multiple of 16
 // DIVIDE: error: 'mla.decode' op heads_per_workgroup = 32 does not divide H = 16
 // WAVES: error: 'mla.decode' op waves_per_workgroup = 32 gives 2048 threads, more than 1024
 // STAGES: error: 'mla.decode' op pipeline_stages = -2 must be at least 1
+// ROWGROUP: error: 'mla.decode' op waves_per_row_group = 3 must be positive and divide waves_per_workgroup = 4
 // TARGET: error: unknown target 'gfx942' (known: gfx950, mi355x, host)
 
 // A bf16 cache row is 1152 bytes: 3 stages of 64 rows exceed 160 KiB (the

@@ -6,7 +6,7 @@
 // CHECK-LABEL: func @fp8
 // CHECK-SAME: (%[[Q:.+]]: tensor<?x16x576xbf16>, %[[KV:.+]]: tensor<?x576xf8E4M3FN>, %[[S:.+]]: tensor<1xf32>, %[[QO:.+]]: tensor<?xi32>, %[[KVP:.+]]: tensor<?xi32>)
 // CHECK-NOT: mla.decode
-// CHECK: %[[ITEMS:.+]], %[[IPTR:.+]] = mla.plan_splits %[[KVP]] {config = #mla.config<kv_tile = 32, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = uniform, splits = 3>, target = #mla.target<name = "gfx950"{{.*}}>} : tensor<?xi32> -> tensor<?x4xi32>, tensor<?xi32>
+// CHECK: %[[ITEMS:.+]], %[[IPTR:.+]] = mla.plan_splits %[[KVP]] {config = #mla.config<kv_tile = 32, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = uniform, splits = 3, waves_per_row_group = 2>, target = #mla.target<name = "gfx950"{{.*}}>} : tensor<?xi32> -> tensor<?x4xi32>, tensor<?xi32>
 // CHECK: %[[PO:.+]], %[[PL:.+]] = mla.partial_decode q(%[[Q]] : tensor<?x16x576xbf16>) kv(%[[KV]] : tensor<?x576xf8E4M3FN>) scale(%[[S]] : tensor<1xf32>) indptr(%[[QO]], %[[KVP]] : tensor<?xi32>, tensor<?xi32>) work(%[[ITEMS]] : tensor<?x4xi32>) {config = #mla.config<kv_tile = 32{{.*}}>, kv_format = #mla.kv_format<fp8>, sm_scale = 1.250000e-01 : f32} -> tensor<?x4x16x512xf32>, tensor<?x4x16xf32>
 // CHECK: %[[T:.+]] = tensor.dim %[[Q]], %{{.+}} : tensor<?x16x576xbf16>
 // CHECK: %[[O:.+]], %[[L:.+]] = mla.combine partials(%[[PO]], %[[PL]] : tensor<?x4x16x512xf32>, tensor<?x4x16xf32>) indptr(%[[IPTR]], %[[QO]] : tensor<?xi32>, tensor<?xi32>) tokens(%[[T]]) -> tensor<?x16x512xbf16>, tensor<?x16xf32>

@@ -7,27 +7,35 @@
 // CHECK: mla.combine {{.+}} {mla.kernel = @mla_kernels::@mla_combine}
 // CHECK: gpu.module @mla_kernels [#rocdl.target<O = 3, chip = "gfx950">]
 // CHECK: gpu.func @mla_partial_decode(%[[Q:[^ ,)]+]]: memref<?x16x576xbf16>, %[[KV:[^ ,)]+]]: memref<?x576xf8E4M3FN, #gpu.address_space<global>>,
-// CHECK-SAME: workgroup(%[[KVLDS:[^ ,)]+]] : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, %[[SLDS:[^ ,)]+]] : memref<4x16x64xf32, #gpu.address_space<workgroup>>, %[[PLDS:[^ ,)]+]] : memref<4x2x16x64xf8E4M3FN, #gpu.address_space<workgroup>>, %{{.+}} : memref<4x16xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[KVLDS:[^ ,)]+]] : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, %[[SLDS:[^ ,)]+]] : memref<1x16x64xf32, #gpu.address_space<workgroup>>, %[[PLDS:[^ ,)]+]] : memref<4x2x16x64xf8E4M3FN, #gpu.address_space<workgroup>>, %{{.+}} : memref<4x16xf32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: kernel
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
-// CHECK-SAME: mla.launch = {arg_dims = {{\[}}["num_tokens", "16", "576"], ["num_kv_rows", "576"], ["1"], ["num_seqs+1"], ["num_seqs+1"], ["num_work_items", "4"], ["num_work_items", "4", "16", "512"], ["num_work_items", "4", "16"], ["num_seqs+1"], ["num_tokens", "16", "512"], ["num_tokens", "16"]], args = ["q", "kv", "kv_scale", "qo_indptr", "kv_indptr", "work_items", "partial_out", "partial_lse", "item_indptr", "out", "lse"], block = [256, 1, 1], grid = ["roundup(num_work_items,8)*1", "1", "1"], heads_per_block = 16 : i64, lds_bytes = 98560 : i64, rows_per_workgroup = 64 : i64}
+// CHECK-SAME: mla.launch = {arg_dims = {{\[}}["num_tokens", "16", "576"], ["num_kv_rows", "576"], ["1"], ["num_seqs+1"], ["num_seqs+1"], ["num_work_items", "4"], ["num_work_items", "4", "16", "512"], ["num_work_items", "4", "16"], ["num_seqs+1"], ["num_tokens", "16", "512"], ["num_tokens", "16"]], args = ["q", "kv", "kv_scale", "qo_indptr", "kv_indptr", "work_items", "partial_out", "partial_lse", "item_indptr", "out", "lse"], block = [256, 1, 1], grid = ["roundup(num_work_items,8)*4", "1", "1"], heads_per_block = 16 : i64, lds_bytes = 86272 : i64, rows_per_workgroup = 16 : i64}
 // CHECK-SAME: rocdl.flat_work_group_size = "256,256"
 // CHECK-SAME: rocdl.waves_per_eu = 1 : i32
-// Workgroup id -> (work item, row block): a work item's row blocks take
+// Workgroup id -> (work item, row block): a work item's row blocks (at H =
+// 16 its 4 waves share one group of 16 rows, so one block per token) take
 // consecutive dispatch slots of one of the 8 XCDs (id % 8), so they share
 // its L2; ids past the work list do nothing.
 // CHECK: %[[ID:[^ ,)]+]] = gpu.block_id x
 // CHECK: %[[XCD:[^ ,)]+]] = arith.remui %[[ID]], %c8
 // CHECK: %[[DSLOT:[^ ,)]+]] = arith.divui %[[ID]], %c8
-// CHECK: %[[ROWBLOCK:[^ ,)]+]] = arith.remui %[[DSLOT]], %c1
-// CHECK: %[[NTH:[^ ,)]+]] = arith.divui %[[DSLOT]], %c1
+// CHECK: %[[ROWBLOCK:[^ ,)]+]] = arith.remui %[[DSLOT]], %c4
+// CHECK: %[[NTH:[^ ,)]+]] = arith.divui %[[DSLOT]], %c4
 // CHECK: %[[SCALED:[^ ,)]+]] = arith.muli %[[NTH]], %c8
 // CHECK: %[[ITEM:[^ ,)]+]] = arith.addi %[[SCALED]], %[[XCD]]
 // CHECK: %[[NITEMS:[^ ,)]+]] = memref.dim %{{.+}}, %c0
 // CHECK: arith.cmpi slt, %[[ITEM]], %[[NITEMS]]
+// A wave's group and share: wave / 4 (the row group), wave % 4 (the part);
+// it scores tile rows 16·part.. and sums Dv columns 128·part...
+// CHECK: %[[WAVE:[^ ,)]+]] = arith.divui %thread_id_x, %c64
+// CHECK: %[[ROWGROUP:[^ ,)]+]] = arith.divui %[[WAVE]], %c4
+// CHECK: %[[PART:[^ ,)]+]] = arith.remui %[[WAVE]], %c4
+// CHECK: %[[KVBASE:[^ ,)]+]] = arith.muli %[[PART]], %c16
+// CHECK: %[[VBASE:[^ ,)]+]] = arith.muli %[[PART]], %c128
 // The first tile is DMA'd before the loop (9 gathers of 16 bytes per lane).
 // CHECK-COUNT-9: amdgpu.gather_to_lds %[[KV]][%{{.+}}, %{{.+}}], %[[KVLDS]][%c0
-// CHECK: scf.for %[[T:[^ ,)]+]] = %{{.+}} to %{{.+}} step %c64{{[_0-9]*}} iter_args(%[[M:[^ ,)]+]] = %{{.+}}, %[[L:[^ ,)]+]] = %{{.+}}, %[[ACC:[^ ,)]+]] = %{{.+}}) -> (f32, f32, vector<16x512xf32>)
+// CHECK: scf.for %[[T:[^ ,)]+]] = %{{.+}} to %{{.+}} step %c64{{[_0-9]*}} iter_args(%[[M:[^ ,)]+]] = %{{.+}}, %[[L:[^ ,)]+]] = %{{.+}}, %[[ACC:[^ ,)]+]] = %{{.+}}) -> (f32, f32, vector<16x128xf32>)
 // The next tile goes in flight, then this one is waited for.
 // CHECK:   scf.if
 // CHECK-COUNT-9: amdgpu.gather_to_lds
@@ -37,11 +45,13 @@
 // CHECK:   gpu.barrier
 // QK on the scaled fp8 MFMA: Q in two fp8 parts (hi, lo) with per-head
 // power-of-two E8M0 scales, built once before the loop and kept in
-// registers; K fragments straight from the fp8 tile with scale 1; 4 row
-// blocks x 5 K chunks x 2 parts, the scores stored to LDS.
+// registers; K fragments straight from the fp8 tile with scale 1; the
+// wave's 16 of the 64 tile rows x 5 K chunks x 2 parts, the scores stored
+// to its row group's buffer in LDS, at its columns.
 // CHECK:   vector.load %[[KVLDS]]{{.+}} : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
-// CHECK-COUNT-40: amdgpu.scaled_mfma 16x16x128 {{.+}} : f8E8M0FNU, vector<32xf8E4M3FN>, f8E8M0FNU, vector<32xf8E4M3FN>, vector<4xf32>
-// CHECK:   memref.store %{{.+}}, %[[SLDS]]
+// CHECK-COUNT-10: amdgpu.scaled_mfma 16x16x128 {{.+}} : f8E8M0FNU, vector<32xf8E4M3FN>, f8E8M0FNU, vector<32xf8E4M3FN>, vector<4xf32>
+// CHECK-NOT: amdgpu.scaled_mfma
+// CHECK:   memref.store %{{.+}}, %[[SLDS]][%[[ROWGROUP]],
 // CHECK:   math.exp2 %{{.+}} : vector<16xf32>
 // P = hi + lo/16 in two fp8 parts.
 // CHECK:   %[[HI:[^ ,)]+]] = arith.truncf %{{.+}} : vector<16xf32> to vector<16xf8E4M3FN>
@@ -50,21 +60,22 @@
 // CHECK:   vector.store %[[HI]], %[[PLDS]]
 // CHECK:   vector.store %[[LO]], %[[PLDS]]
 // CHECK:   %[[PT:[^ ,)]+]] = vector.transfer_read %[[PLDS]]{{.+}} vector<16x64xf8E4M3FN>
-// The values are the first 512 columns of the same KV tile.
-// CHECK:   %[[VT:[^ ,)]+]] = vector.transfer_read %[[KVLDS]]{{.+}} vector<64x512xf8E4M3FN>
-// CHECK:   vector.contract {{.+}} %[[PT]], %[[VT]], %{{.+}} : vector<16x64xf8E4M3FN>, vector<64x512xf8E4M3FN> into vector<16x512xf32>
+// The values are the wave's 128 of the first 512 columns of the same KV
+// tile.
+// CHECK:   %[[VT:[^ ,)]+]] = vector.transfer_read %[[KVLDS]][%{{.+}}, %c0{{[_0-9]*}}, %[[VBASE]]]{{.+}} vector<64x128xf8E4M3FN>
+// CHECK:   vector.contract {{.+}} %[[PT]], %[[VT]], %{{.+}} : vector<16x64xf8E4M3FN>, vector<64x128xf8E4M3FN> into vector<16x128xf32>
 // P's lo part accumulates into the same tile on the same V, its LHS
 // scaled by 2^-4 (the MFMA pass runs it on the scaled MFMA).
 // CHECK:   %[[PLO:[^ ,)]+]] = vector.transfer_read %[[PLDS]][%{{.+}}, %c1
-// CHECK:   vector.contract {{.+}} %[[PLO]], %[[VT]], %{{.+}} {mla.lhs_exp2 = -4 : i64} : vector<16x64xf8E4M3FN>, vector<64x512xf8E4M3FN> into vector<16x512xf32>
+// CHECK:   vector.contract {{.+}} %[[PLO]], %[[VT]], %{{.+}} {mla.lhs_exp2 = -4 : i64} : vector<16x64xf8E4M3FN>, vector<64x128xf8E4M3FN> into vector<16x128xf32>
 // A sequence with a single work item writes its bf16 output directly; the
 // others write partials for the combine.
 // CHECK: %[[SINGLE:.+]] = arith.cmpi eq, %{{.+}}, %c1
 // CHECK: scf.if %[[SINGLE]] {
-// CHECK:   arith.truncf %{{.+}} : vector<16x512xf32> to vector<16x512xbf16>
-// CHECK:   vector.transfer_write %{{.+}} : vector<16x512xbf16>, memref<?x16x512xbf16>
+// CHECK:   arith.truncf %{{.+}} : vector<16x128xf32> to vector<16x128xbf16>
+// CHECK:   vector.transfer_write %{{.+}}[%{{.+}}, %{{.+}}, %[[VBASE]]] {{.+}} : vector<16x128xbf16>, memref<?x16x512xbf16>
 // CHECK: } else {
-// CHECK:   vector.transfer_write %{{.+}} : vector<16x512xf32>, memref<?x4x16x512xf32>
+// CHECK:   vector.transfer_write %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %[[VBASE]]] {{.+}} : vector<16x128xf32>, memref<?x4x16x512xf32>
 // CHECK: gpu.func @mla_combine({{.+}}) kernel
 // CHECK-SAME: grid = ["num_sequences", "1", "1"]
 // The combine skips single-item sequences.

@@ -30,7 +30,7 @@ public:
 private:
   llvm::cl::opt<std::string> target;
   llvm::cl::opt<int64_t> splits, kvTile, headsPerWorkgroup, wavesPerWorkgroup,
-      pipelineStages;
+      wavesPerRowGroup, pipelineStages;
 };
 
 } // namespace mla

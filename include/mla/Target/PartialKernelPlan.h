@@ -57,6 +57,9 @@ struct PartialKernelShape {
   CacheFormat format;
   int64_t numHeads, qkDim, vDim;
   int64_t kvTile, pipelineStages, headsPerWorkgroup, wavesPerWorkgroup;
+  /// Waves that share one group of 16 query rows (config
+  /// waves_per_row_group).
+  int64_t wavesPerRowGroup = 1;
 };
 
 class PartialKernelPlan {
@@ -83,9 +86,15 @@ public:
   std::optional<std::string> unsupported(int64_t ldsLimit) const;
 
   // Wave mapping: the (token, head) rows of a block of heads_per_workgroup
-  // heads, token-major, in groups of 16 heads; a workgroup's waves take
-  // kWaves consecutive groups.
-  int64_t rowsPerWorkgroup() const { return kWaves * kRowsPerWave; }
+  // heads, token-major, in groups of 16 heads; a workgroup takes
+  // rowGroups() consecutive groups, wavesPerRowGroup() waves each. The
+  // waves of a group split the tile's KV rows for QK (kvRowsPerWave() each)
+  // and the Dv columns for PV (vColumnsPerWave() each).
+  int64_t wavesPerRowGroup() const { return s.wavesPerRowGroup; }
+  int64_t rowGroups() const { return kWaves / wavesPerRowGroup(); }
+  int64_t kvRowsPerWave() const { return s.kvTile / wavesPerRowGroup(); }
+  int64_t vColumnsPerWave() const { return s.vDim / wavesPerRowGroup(); }
+  int64_t rowsPerWorkgroup() const { return rowGroups() * kRowsPerWave; }
   int64_t groupsPerToken() const { return s.headsPerWorkgroup / kRowsPerWave; }
   int64_t headBlocks() const { return s.numHeads / s.headsPerWorkgroup; }
   /// Workgroups (row blocks) per work item, for the longest q_len.

@@ -70,6 +70,11 @@ struct DecodePipelineOptions
       *this, "waves-per-workgroup",
       llvm::cl::desc("Waves per workgroup (0 = the config's choice)"),
       llvm::cl::init(0)};
+  Option<int64_t> wavesPerRowGroup{
+      *this, "waves-per-row-group",
+      llvm::cl::desc("Waves sharing one group of 16 query rows: 1, 2 or 4 "
+                     "(0 = the config's choice)"),
+      llvm::cl::init(0)};
   Option<int64_t> pipelineStages{
       *this, "pipeline-stages",
       llvm::cl::desc("KV tiles in flight (0 = the config's choice)"),

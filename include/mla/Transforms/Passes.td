@@ -61,8 +61,11 @@ def MLASelectConfigPass : Pass<"mla-select-config"> {
     head grouping that does not divide H, a non-power-of-two tile,
     `splits=0`) is an error on the op.
 
-    Defaults: `kv_tile` 64 (32 for bf16 on gfx950); `heads_per_workgroup`
+    Defaults: `kv_tile` 64, halved on gfx950 until the partial kernel's
+    stages fit the LDS (bf16 at H >= 32: 32); `heads_per_workgroup`
     H (one block of all heads: the rows pack densely); `waves_per_workgroup` 4 (256 threads) on gfx950, 1 on the host;
+    `waves_per_row_group` on gfx950 4 / (heads_per_workgroup / 16), at
+    least 1 (a token's rows fill the waves at q_len 1), 1 on the host;
     `pipeline_stages` 2 on gfx950, 1 on the host; `split_policy = balanced`.
 
     Before:
@@ -93,6 +96,10 @@ def MLASelectConfigPass : Pass<"mla-select-config"> {
            "Heads of the block a workgroup's query rows come from (0 = H)">,
     Option<"wavesPerWorkgroup", "waves-per-workgroup", "int64_t",
            /*default=*/"0", "Waves per workgroup (0 = choose)">,
+    Option<"wavesPerRowGroup", "waves-per-row-group", "int64_t",
+           /*default=*/"0",
+           "Waves sharing one group of 16 query rows: 1, 2 or 4 "
+           "(0 = choose)">,
     Option<"pipelineStages", "pipeline-stages", "int64_t", /*default=*/"0",
            "KV tiles in flight (0 = choose)">,
     Option<"splits", "splits", "int64_t", /*default=*/"-1",
@@ -224,15 +231,18 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
     argument names and shapes) and deliberate attributes (`known_block_size` 256,
     `rocdl.flat_work_group_size`, `rocdl.waves_per_eu`).
 
-    The partial kernel: a workgroup per (work item, block of 64 query rows),
-    4 waves; the (token, head) rows of a block of `heads_per_workgroup`
-    heads go 16 to a wave, token-major, so one KV read per tile serves 64
-    rows (every head of a token when H <= 64; blocks past a sequence's rows
-    return at once). The grid is roundup(work items, xcds) · H/16 on one
-    axis, and the kernel puts a work item's H/16 row blocks in consecutive
-    dispatch slots of one XCD (the chip deals workgroup ids to XCDs round
-    robin), so they share its L2 and each cache byte comes from HBM once. KV
-    tiles (64 fp8 / 32 bf16 / 64 mxfp4 rows; mxfp4 with its E8M0 scales)
+    The partial kernel: a workgroup per (work item, block of query rows), 4
+    waves; the (token, head) rows of a block of `heads_per_workgroup` heads
+    go in groups of 16 to the waves, token-major, `waves_per_row_group`
+    waves to a group (which split the tile's KV rows for QK and the Dv
+    columns for PV), so one KV read per tile serves 64 / W rows (every head
+    of a token at q_len 1 with the default W; blocks past a sequence's rows
+    return at once). The grid is roundup(work items, xcds) · B on one axis
+    (B row blocks per item for q_len 4), and the kernel puts a work item's
+    row blocks in consecutive dispatch slots of one XCD (the chip deals
+    workgroup ids to XCDs round robin), so they share its L2 and each cache
+    byte comes from HBM once. KV tiles (kv_tile rows; mxfp4 with its E8M0
+    scales)
     are DMA'd global -> LDS with `amdgpu.gather_to_lds` into 2 stages, the
     next tile in flight while the current one is used — the only reads of
     the cache; the QKᵀ and PV tile

@@ -56,7 +56,7 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t kvTile, int64_t headsPerWorkgroup,
                                  int64_t wavesPerWorkgroup,
                                  int64_t pipelineStages, SplitPolicy policy,
-                                 int64_t splits) {
+                                 int64_t splits, int64_t wavesPerRowGroup) {
   if (kvTile <= 0 || !llvm::isPowerOf2_64(kvTile))
     return emitError() << "kv_tile = " << kvTile
                        << " must be a positive power of two";
@@ -66,6 +66,10 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (wavesPerWorkgroup <= 0)
     return emitError() << "waves_per_workgroup = " << wavesPerWorkgroup
                        << " must be positive";
+  if (wavesPerRowGroup <= 0 || wavesPerWorkgroup % wavesPerRowGroup != 0)
+    return emitError() << "waves_per_row_group = " << wavesPerRowGroup
+                       << " must be positive and divide waves_per_workgroup = "
+                       << wavesPerWorkgroup;
   if (pipelineStages < 1)
     return emitError() << "pipeline_stages = " << pipelineStages
                        << " must be at least 1";
@@ -113,7 +117,7 @@ PartialKernelPlan mla::partialKernelPlan(ConfigAttr config, KVFormat format,
   return PartialKernelPlan(PartialKernelShape{
       cacheFormat(format), numHeads, qkDim, vDim, config.getKvTile(),
       config.getPipelineStages(), config.getHeadsPerWorkgroup(),
-      config.getWavesPerWorkgroup()});
+      config.getWavesPerWorkgroup(), config.getWavesPerRowGroup()});
 }
 
 LogicalResult

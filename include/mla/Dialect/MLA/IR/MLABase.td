@@ -111,13 +111,19 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       16 dividing H), packed token-major, 16 per wave; the KV tile is read
       once for all of them;
     - `waves_per_workgroup`: waves of one workgroup;
+    - `waves_per_row_group`: waves that share one group of 16 query rows
+      (1, 2 or 4; default 1): each computes the scores of its share of the
+      tile's KV rows and the output of its share of the Dv columns, so a
+      workgroup holds `16 · waves_per_workgroup / waves_per_row_group` rows
+      and no wave computes padding when a token has fewer than 64 rows;
     - `pipeline_stages`: KV tiles in flight (LDS buffers);
     - `split_policy`: `balanced` (the planner sizes work items to fill the
       chip at run time) or `uniform` with `splits` items per sequence.
 
     ```mlir
     #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 4,
-                pipeline_stages = 2, split_policy = balanced>
+                pipeline_stages = 2, split_policy = balanced,
+                waves_per_row_group = 4>
     #mla.config<kv_tile = 32, heads_per_workgroup = 16, waves_per_workgroup = 4,
                 pipeline_stages = 2, split_policy = uniform, splits = 7>
     ```
@@ -128,7 +134,8 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
     "int64_t":$waves_per_workgroup,
     "int64_t":$pipeline_stages,
     EnumParameter<MLA_SplitPolicy>:$split_policy,
-    DefaultValuedParameter<"int64_t", "0">:$splits
+    DefaultValuedParameter<"int64_t", "0">:$splits,
+    DefaultValuedParameter<"int64_t", "1">:$waves_per_row_group
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

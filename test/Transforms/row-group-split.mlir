@@ -1,0 +1,74 @@
+// waves_per_row_group: the waves of a row group split the tile's KV rows
+// (QK) and the Dv columns (PV) into whole 16s. mla-select-config picks the
+// most waves per group that one token's rows and those splits allow; a
+// forced split they do not allow is an error on the op.
+// RUN: mla-opt %s --split-input-file --mla-select-config | FileCheck %s --check-prefix=AUTO
+// RUN: not mla-opt %s --split-input-file --mla-select-config="waves-per-row-group=4" --mla-split-kv --mla-to-gpu 2>&1 | FileCheck %s --check-prefix=FORCED
+// RUN: not mla-opt %s --split-input-file --mla-select-config="kv-tile=32 waves-per-row-group=4" --mla-split-kv --mla-to-gpu 2>&1 | FileCheck %s --check-prefix=FORCED32
+
+// Dv = 32 splits into 16s 2 ways, not 4.
+// AUTO-LABEL: func @dv32
+// AUTO: waves_per_row_group = 2>
+// FORCED: error: 'mla.partial_decode' op waves_per_row_group = 4 needs kv_tile = 64 and Dv = 32 to split into multiples of 16 rows and columns
+// FORCED-NOT: error
+// FORCED32: error: 'mla.partial_decode' op waves_per_row_group = 4 needs kv_tile = 32 and Dv = 32 to split into multiples of 16 rows and columns
+func.func @dv32(%q: tensor<?x16x128xbf16>, %kv: tensor<?x128xf8E4M3FN>, %s: tensor<1xf32>,
+                %qo: tensor<?xi32>, %kvp: tensor<?xi32>) -> tensor<?x16x32xbf16> {
+  %o = mla.decode q(%q : tensor<?x16x128xbf16>) kv(%kv : tensor<?x128xf8E4M3FN>)
+         scale(%s : tensor<1xf32>) indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+         {kv_format = #mla.kv_format<fp8>, v_head_dim = 32} -> tensor<?x16x32xbf16>
+  return %o : tensor<?x16x32xbf16>
+}
+
+// -----
+
+// bf16 at H = 16: two stages of 64-row tiles fit the LDS because the four
+// waves share one score buffer; at H = 32 (two row groups of two waves)
+// they do not, and the tile halves. H = 64 fills the four waves with its
+// own rows. A 32-row tile does not split 4 ways.
+// AUTO-LABEL: func @bf16_h16
+// AUTO: kv_tile = 64, {{.*}} waves_per_row_group = 4>
+// AUTO-LABEL: func @bf16_h32
+// AUTO: kv_tile = 32, {{.*}} waves_per_row_group = 2>
+// FORCED32: error: 'mla.partial_decode' op waves_per_row_group = 4 needs kv_tile = 32 and Dv = 512 to split into multiples of 16 rows and columns
+func.func @bf16_h16(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xbf16>,
+                    %qo: tensor<?xi32>, %kvp: tensor<?xi32>) -> tensor<?x16x512xbf16> {
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xbf16>)
+         indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+         {kv_format = #mla.kv_format<bf16>} -> tensor<?x16x512xbf16>
+  return %o : tensor<?x16x512xbf16>
+}
+
+// -----
+
+func.func @bf16_h32(%q: tensor<?x32x576xbf16>, %kv: tensor<?x576xbf16>,
+                    %qo: tensor<?xi32>, %kvp: tensor<?xi32>) -> tensor<?x32x512xbf16> {
+  %o = mla.decode q(%q : tensor<?x32x576xbf16>) kv(%kv : tensor<?x576xbf16>)
+         indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+         {kv_format = #mla.kv_format<bf16>} -> tensor<?x32x512xbf16>
+  return %o : tensor<?x32x512xbf16>
+}
+
+// -----
+
+// AUTO-LABEL: func @fp8_h32
+// AUTO: heads_per_workgroup = 32, {{.*}} waves_per_row_group = 2>
+func.func @fp8_h32(%q: tensor<?x32x576xbf16>, %kv: tensor<?x576xf8E4M3FN>, %s: tensor<1xf32>,
+                   %qo: tensor<?xi32>, %kvp: tensor<?xi32>) -> tensor<?x32x512xbf16> {
+  %o = mla.decode q(%q : tensor<?x32x576xbf16>) kv(%kv : tensor<?x576xf8E4M3FN>)
+         scale(%s : tensor<1xf32>) indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+         {kv_format = #mla.kv_format<fp8>} -> tensor<?x32x512xbf16>
+  return %o : tensor<?x32x512xbf16>
+}
+
+// -----
+
+// AUTO-LABEL: func @fp8_h64
+// AUTO: heads_per_workgroup = 64, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>
+func.func @fp8_h64(%q: tensor<?x64x576xbf16>, %kv: tensor<?x576xf8E4M3FN>, %s: tensor<1xf32>,
+                   %qo: tensor<?xi32>, %kvp: tensor<?xi32>) -> tensor<?x64x512xbf16> {
+  %o = mla.decode q(%q : tensor<?x64x576xbf16>) kv(%kv : tensor<?x576xf8E4M3FN>)
+         scale(%s : tensor<1xf32>) indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+         {kv_format = #mla.kv_format<fp8>} -> tensor<?x64x512xbf16>
+  return %o : tensor<?x64x512xbf16>
+}
