@@ -48,7 +48,8 @@ std::vector<LdsBuffer> PartialKernelPlan::ldsBuffers() const {
       {"kv_tiles", {s.pipelineStages, s.kvTile, rowElements()},
        LdsElement::Cache, elementBytes()},
       {"scores", {rowGroups(), kRowsPerWave, s.kvTile}, LdsElement::F32, 4},
-      {"p", {kWaves, pParts, kRowsPerWave, s.kvTile}, LdsElement::P, pBytes},
+      {"p", {rowGroups(), pParts, kRowsPerWave, s.kvTile}, LdsElement::P,
+       pBytes},
       {"row_factors", {kWaves, kRowsPerWave}, LdsElement::F32, 4}};
   if (strategy().pv == PVPath::DecodedHalfTiles)
     buffers.push_back(

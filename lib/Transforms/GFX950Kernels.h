@@ -107,6 +107,10 @@ private:
   /// returns the new running state.
   SoftmaxState emitSoftmax(mlir::OpBuilder &b, mlir::Value tileStart,
                            SoftmaxState running);
+  /// The scaled scores of the lane's row, `cols` columns from `colStart`,
+  /// -inf where the item or the token's causal limit hides them.
+  mlir::Value maskedScores(mlir::OpBuilder &b, mlir::Value tileStart,
+                           mlir::Value colStart, int64_t cols);
   void emitPStore(mlir::OpBuilder &b, mlir::Value p, mlir::Value colStart);
 
   // PartialKernelPV.cpp
@@ -119,6 +123,8 @@ private:
   mlir::Value readRowFactors(mlir::OpBuilder &b);
 
   // PartialKernelEpilogue.cpp
+  /// The row's softmax sum from the wave's part of it.
+  mlir::Value emitRowSum(mlir::OpBuilder &b, mlir::Value partialSum);
   void emitEpilogue(mlir::OpBuilder &b, mlir::scf::ForOp loop);
 
   mlir::Type elemType(mlir::Builder &b) const;

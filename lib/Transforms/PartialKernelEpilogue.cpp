@@ -1,6 +1,7 @@
 //===- PartialKernelEpilogue.cpp - normalize, write out or partials -------===//
 //
-// out = acc / l (fp8: acc · kv_scale / (448 · l)); lse = (m + log2 l) · ln 2;
+// out = acc / l (fp8: acc · kv_scale / (448 · l)), l the sum of the row
+// group's waves' parts; lse = (m + log2 l) · ln 2;
 // a row that saw nothing (l = 0) gives zeros and -inf. A sequence with a
 // single work item is final here: the kernel writes bf16 output and lse
 // directly (the combine kernel skips it); otherwise it writes the item's
@@ -21,9 +22,30 @@ constexpr int64_t kRowsPerWave = PartialKernelPlan::kRowsPerWave;
 constexpr double kFp8Max = 448.0;
 } // namespace
 
+Value PartialKernel::emitRowSum(OpBuilder &b, Value partialSum) {
+  int64_t split = plan.wavesPerRowGroup();
+  if (split == 1)
+    return partialSum;
+  // The waves of a row group summed their own columns: add the parts
+  // through the row-factor buffer (each wave's own, free after the loop).
+  KernelBuilder k{b, loc};
+  memref::StoreOp::create(b, loc, partialSum, lds.rowFactors,
+                          ValueRange{rows.wave, rows.row});
+  gpu::BarrierOp::create(b, loc);
+  Value firstWave = k.mul(rows.rowGroup, k.idx(split));
+  Value sum = k.load(lds.rowFactors, {firstWave, rows.row});
+  for (int64_t part = 1; part < split; ++part)
+    sum = k.fadd(sum, k.load(lds.rowFactors,
+                             {k.add(firstWave, k.idx(part)), rows.row}));
+  // Every wave has its parts before any overwrites them with factors.
+  gpu::BarrierOp::create(b, loc);
+  return sum;
+}
+
 void PartialKernel::emitEpilogue(OpBuilder &b, scf::ForOp loop) {
   KernelBuilder k{b, loc};
-  Value runMax = loop.getResult(0), runSum = loop.getResult(1);
+  Value runMax = loop.getResult(0);
+  Value runSum = emitRowSum(b, loop.getResult(1));
   Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, runSum,
                                      k.f32(0.0));
   Value factor = arith::SelectOp::create(

@@ -36,7 +36,7 @@ Value PartialKernel::emitTilePV(OpBuilder &b, Value stage, Value acc) {
       VectorType::get({kTileRows, plan.vColumnsPerWave()}, elem);
   auto readP = [&](Value part) {
     return vector::TransferReadOp::create(
-        b, loc, pTileType, lds.p, ValueRange{rows.wave, part, c0, c0}, padElem,
+        b, loc, pTileType, lds.p, ValueRange{rows.rowGroup, part, c0, c0}, padElem,
         ArrayRef<bool>{true, true});
   };
   auto readV = [&] {
@@ -140,7 +140,7 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
     gpu::BarrierOp::create(b, loc);
     Value pTile = vector::TransferReadOp::create(
         b, loc, pHalfType, lds.p,
-        ValueRange{rows.wave, c0, c0, k.idx(half * kVHalfRows)}, padBf16,
+        ValueRange{rows.rowGroup, c0, c0, k.idx(half * kVHalfRows)}, padBf16,
         ArrayRef<bool>{true, true});
     Value vTile = vector::TransferReadOp::create(
         b, loc, vHalfType, lds.decodedV, ValueRange{c0, rows.vColBase},

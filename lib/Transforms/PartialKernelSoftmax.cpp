@@ -3,8 +3,10 @@
 // Per-lane code over the score tile in LDS: lane 4·r + q of a wave takes a
 // quarter of row r (one head). Scores are masked to the work item's rows
 // and the token's causal limit; the running max and sum move in the exp2
-// domain; P goes to the wave's P buffer in the plan's encoding, the rows'
-// rescale factors to the row-factor buffer.
+// domain; P goes to the row group's P buffer in the plan's encoding, the
+// rows' rescale factors to the wave's row-factor buffer. The waves of a
+// row group each take the whole row's maximum but exponentiate and sum
+// only their share of the columns.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,16 +24,11 @@ namespace {
 constexpr double kFp8Max = 448.0;
 } // namespace
 
-PartialKernel::SoftmaxState
-PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart,
-                           SoftmaxState running) {
+Value PartialKernel::maskedScores(OpBuilder &b, Value tileStart,
+                                  Value colStart, int64_t cols) {
   KernelBuilder k{b, loc};
   Type f32 = b.getF32Type();
-  int64_t cols = kTileRows / 4;
   auto vt = VectorType::get({cols}, f32);
-  Value colStart = k.mul(rows.quarter, k.idx(cols));
-  // The whole row's scores, from every wave of the row group: each wave
-  // keeps the full softmax state and its own P.
   Value s = vector::LoadOp::create(
       b, loc, vt, lds.scores, ValueRange{rows.rowGroup, rows.row, colStart});
   s = arith::MulFOp::create(
@@ -53,8 +50,19 @@ PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart,
       b, loc, arith::CmpIPredicate::slt, pos,
       vector::BroadcastOp::create(b, loc, idxVec, rows.visibleEnd));
   Value visible = arith::AndIOp::create(b, loc, inItem, causal);
-  s = arith::SelectOp::create(
+  return arith::SelectOp::create(
       b, loc, visible, s, vector::BroadcastOp::create(b, loc, vt, negInf));
+}
+
+PartialKernel::SoftmaxState
+PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart,
+                           SoftmaxState running) {
+  KernelBuilder k{b, loc};
+  Type f32 = b.getF32Type();
+  // The row's maximum over the whole tile, from every wave's scores.
+  int64_t cols = kTileRows / 4;
+  Value colStart = k.mul(rows.quarter, k.idx(cols));
+  Value s = maskedScores(b, tileStart, colStart, cols);
   Value tileMax = k.laneReduce(
       vector::ReductionOp::create(b, loc,
                                   vector::CombiningKind::MAXIMUMF, s),
@@ -64,6 +72,16 @@ PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart,
   Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                       newMax, negInf);
   Value shift = arith::SelectOp::create(b, loc, empty, k.f32(0.0), newMax);
+  // exp2, the sum and P over the wave's share of the columns only: the
+  // waves of a row group split them as they split QK's rows, so each keeps
+  // a partial sum (the epilogue adds them) and writes its part of the
+  // group's P.
+  if (plan.wavesPerRowGroup() > 1) {
+    cols = plan.kvRowsPerWave() / 4;
+    colStart = k.add(rows.kvRowBase, k.mul(rows.quarter, k.idx(cols)));
+    s = maskedScores(b, tileStart, colStart, cols);
+  }
+  auto vt = VectorType::get({cols}, f32);
   Value p = math::Exp2Op::create(
       b, loc,
       arith::SubFOp::create(b, loc, s,
@@ -82,15 +100,15 @@ PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart,
 
 void PartialKernel::emitPStore(OpBuilder &b, Value p, Value colStart) {
   KernelBuilder k{b, loc};
-  Type f32 = b.getF32Type(), fp8 = b.getType<Float8E4M3FNType>();
-  int64_t cols = kTileRows / 4;
-  auto vt = VectorType::get({cols}, f32);
+  Type fp8 = b.getType<Float8E4M3FNType>();
+  auto vt = cast<VectorType>(p.getType());
+  int64_t cols = vt.getDimSize(0);
   if (strategy.p == PEncoding::Bf16) {
     // P in bf16 keeps 8 mantissa bits: one part is enough.
     Value pBf16 = arith::TruncFOp::create(
         b, loc, VectorType::get({cols}, pvType(b)), p);
     vector::StoreOp::create(b, loc, pBf16, lds.p,
-                            ValueRange{rows.wave, c0, rows.row, colStart});
+                            ValueRange{rows.rowGroup, c0, rows.row, colStart});
   } else {
     // P in two fp8 parts, p·448 ≈ hi + lo/16: one fp8 part alone keeps 3
     // mantissa bits, which costs ~2e-2 relative error in the output.
@@ -105,8 +123,8 @@ void PartialKernel::emitPStore(OpBuilder &b, Value p, Value colStart) {
         vector::BroadcastOp::create(b, loc, vt, k.f32(16.0)));
     Value pLo = arith::TruncFOp::create(b, loc, p8Type, residual);
     vector::StoreOp::create(b, loc, pHi, lds.p,
-                            ValueRange{rows.wave, c0, rows.row, colStart});
+                            ValueRange{rows.rowGroup, c0, rows.row, colStart});
     vector::StoreOp::create(b, loc, pLo, lds.p,
-                            ValueRange{rows.wave, c1, rows.row, colStart});
+                            ValueRange{rows.rowGroup, c1, rows.row, colStart});
   }
 }

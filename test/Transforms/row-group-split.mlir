@@ -22,14 +22,14 @@ func.func @dv32(%q: tensor<?x16x128xbf16>, %kv: tensor<?x128xf8E4M3FN>, %s: tens
 
 // -----
 
-// bf16 at H = 16: two stages of 64-row tiles fit the LDS because the four
-// waves share one score buffer; at H = 32 (two row groups of two waves)
-// they do not, and the tile halves. H = 64 fills the four waves with its
-// own rows. A 32-row tile does not split 4 ways.
+// bf16 at H = 16 and 32: two stages of 64-row tiles fit the LDS because
+// the waves of a row group share its score and P buffers (at H = 128, a
+// row group per wave, they do not, and the tile halves). H = 64 fills the
+// four waves with its own rows. A 32-row tile does not split 4 ways.
 // AUTO-LABEL: func @bf16_h16
 // AUTO: kv_tile = 64, {{.*}} waves_per_row_group = 4>
 // AUTO-LABEL: func @bf16_h32
-// AUTO: kv_tile = 32, {{.*}} waves_per_row_group = 2>
+// AUTO: kv_tile = 64, {{.*}} waves_per_row_group = 2>
 // FORCED32: error: 'mla.partial_decode' op waves_per_row_group = 4 needs kv_tile = 32 and Dv = 512 to split into multiples of 16 rows and columns
 func.func @bf16_h16(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xbf16>,
                     %qo: tensor<?xi32>, %kvp: tensor<?xi32>) -> tensor<?x16x512xbf16> {

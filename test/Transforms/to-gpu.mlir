@@ -7,10 +7,10 @@
 // CHECK: mla.combine {{.+}} {mla.kernel = @mla_kernels::@mla_combine}
 // CHECK: gpu.module @mla_kernels [#rocdl.target<O = 3, chip = "gfx950">]
 // CHECK: gpu.func @mla_partial_decode(%[[Q:[^ ,)]+]]: memref<?x16x576xbf16>, %[[KV:[^ ,)]+]]: memref<?x576xf8E4M3FN, #gpu.address_space<global>>,
-// CHECK-SAME: workgroup(%[[KVLDS:[^ ,)]+]] : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, %[[SLDS:[^ ,)]+]] : memref<1x16x64xf32, #gpu.address_space<workgroup>>, %[[PLDS:[^ ,)]+]] : memref<4x2x16x64xf8E4M3FN, #gpu.address_space<workgroup>>, %{{.+}} : memref<4x16xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[KVLDS:[^ ,)]+]] : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, %[[SLDS:[^ ,)]+]] : memref<1x16x64xf32, #gpu.address_space<workgroup>>, %[[PLDS:[^ ,)]+]] : memref<1x2x16x64xf8E4M3FN, #gpu.address_space<workgroup>>, %{{.+}} : memref<4x16xf32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: kernel
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
-// CHECK-SAME: mla.launch = {arg_dims = {{\[}}["num_tokens", "16", "576"], ["num_kv_rows", "576"], ["1"], ["num_seqs+1"], ["num_seqs+1"], ["num_work_items", "4"], ["num_work_items", "4", "16", "512"], ["num_work_items", "4", "16"], ["num_seqs+1"], ["num_tokens", "16", "512"], ["num_tokens", "16"]], args = ["q", "kv", "kv_scale", "qo_indptr", "kv_indptr", "work_items", "partial_out", "partial_lse", "item_indptr", "out", "lse"], block = [256, 1, 1], grid = ["roundup(num_work_items,8)*4", "1", "1"], heads_per_block = 16 : i64, lds_bytes = 86272 : i64, rows_per_workgroup = 16 : i64}
+// CHECK-SAME: mla.launch = {arg_dims = {{\[}}["num_tokens", "16", "576"], ["num_kv_rows", "576"], ["1"], ["num_seqs+1"], ["num_seqs+1"], ["num_work_items", "4"], ["num_work_items", "4", "16", "512"], ["num_work_items", "4", "16"], ["num_seqs+1"], ["num_tokens", "16", "512"], ["num_tokens", "16"]], args = ["q", "kv", "kv_scale", "qo_indptr", "kv_indptr", "work_items", "partial_out", "partial_lse", "item_indptr", "out", "lse"], block = [256, 1, 1], grid = ["roundup(num_work_items,8)*4", "1", "1"], heads_per_block = 16 : i64, lds_bytes = 80128 : i64, rows_per_workgroup = 16 : i64}
 // CHECK-SAME: rocdl.flat_work_group_size = "256,256"
 // CHECK-SAME: rocdl.waves_per_eu = 1 : i32
 // Workgroup id -> (work item, row block): a work item's row blocks (at H =
@@ -52,13 +52,16 @@
 // CHECK-COUNT-10: amdgpu.scaled_mfma 16x16x128 {{.+}} : f8E8M0FNU, vector<32xf8E4M3FN>, f8E8M0FNU, vector<32xf8E4M3FN>, vector<4xf32>
 // CHECK-NOT: amdgpu.scaled_mfma
 // CHECK:   memref.store %{{.+}}, %[[SLDS]][%[[ROWGROUP]],
-// CHECK:   math.exp2 %{{.+}} : vector<16xf32>
-// P = hi + lo/16 in two fp8 parts.
-// CHECK:   %[[HI:[^ ,)]+]] = arith.truncf %{{.+}} : vector<16xf32> to vector<16xf8E4M3FN>
-// CHECK:   arith.extf %[[HI]] : vector<16xf8E4M3FN> to vector<16xf32>
-// CHECK:   %[[LO:[^ ,)]+]] = arith.truncf %{{.+}} : vector<16xf32> to vector<16xf8E4M3FN>
-// CHECK:   vector.store %[[HI]], %[[PLDS]]
-// CHECK:   vector.store %[[LO]], %[[PLDS]]
+// The softmax: the row's maximum over its 64 scores (16 per lane), exp2
+// and P over the wave's 16 columns (4 per lane).
+// CHECK:   vector.reduction <maximumf>, %{{.+}} : vector<16xf32> into f32
+// CHECK:   math.exp2 %{{.+}} : vector<4xf32>
+// P = hi + lo/16 in two fp8 parts, into the row group's P buffer.
+// CHECK:   %[[HI:[^ ,)]+]] = arith.truncf %{{.+}} : vector<4xf32> to vector<4xf8E4M3FN>
+// CHECK:   arith.extf %[[HI]] : vector<4xf8E4M3FN> to vector<4xf32>
+// CHECK:   %[[LO:[^ ,)]+]] = arith.truncf %{{.+}} : vector<4xf32> to vector<4xf8E4M3FN>
+// CHECK:   vector.store %[[HI]], %[[PLDS]][%[[ROWGROUP]],
+// CHECK:   vector.store %[[LO]], %[[PLDS]][%[[ROWGROUP]],
 // CHECK:   %[[PT:[^ ,)]+]] = vector.transfer_read %[[PLDS]]{{.+}} vector<16x64xf8E4M3FN>
 // The values are the wave's 128 of the first 512 columns of the same KV
 // tile.
@@ -68,6 +71,10 @@
 // scaled by 2^-4 (the MFMA pass runs it on the scaled MFMA).
 // CHECK:   %[[PLO:[^ ,)]+]] = vector.transfer_read %[[PLDS]][%{{.+}}, %c1
 // CHECK:   vector.contract {{.+}} %[[PLO]], %[[VT]], %{{.+}} {mla.lhs_exp2 = -4 : i64} : vector<16x64xf8E4M3FN>, vector<64x128xf8E4M3FN> into vector<16x128xf32>
+// The row's sum adds the parts of the group's 4 waves (through LDS).
+// CHECK: gpu.barrier
+// CHECK-COUNT-4: memref.load %{{.+}}[%{{.+}}, %{{.+}}] : memref<4x16xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
 // A sequence with a single work item writes its bf16 output directly; the
 // others write partials for the combine.
 // CHECK: %[[SINGLE:.+]] = arith.cmpi eq, %{{.+}}, %c1
