@@ -12,6 +12,7 @@
 #include "mla/Support/Version.h"
 #include "mla/Target/AMDGPU/CodeObject.h"
 
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
@@ -24,6 +25,8 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
+
+#include <map>
 
 using namespace mlir;
 
@@ -48,6 +51,27 @@ void hideLibraryOptions() {
 /// An artifact is a POSIX tar archive: "ustar" at byte 257.
 bool isTarArchive(llvm::StringRef bytes) {
   return bytes.size() > 262 && bytes.substr(257, 5) == "ustar";
+}
+
+/// What the artifact says of its partial kernel's loop: the config's
+/// kv_tile and the launch's row grouping (none if the config does not
+/// parse).
+std::map<std::string, mla::amdgpu::LoopShape>
+loopShapes(const mla::Artifact &artifact, MLIRContext *context) {
+  std::map<std::string, mla::amdgpu::LoopShape> shapes;
+  context->getOrLoadDialect<mla::MLADialect>();
+  // A config that does not parse only leaves these lines out.
+  ScopedDiagnosticHandler quiet(context,
+                                [](Diagnostic &) { return success(); });
+  auto config = llvm::dyn_cast_or_null<mla::ConfigAttr>(
+      parseAttribute(artifact.config, context));
+  if (!config)
+    return shapes;
+  for (const mla::ArtifactKernel &kernel : artifact.kernels)
+    if (kernel.rowsPerWorkgroup > 0)
+      shapes[kernel.name] = {config.getKvTile(), kernel.rowsPerWorkgroup,
+                             kernel.headsPerBlock};
+  return shapes;
 }
 
 /// The gpu.modules of the input; a diagnostic when there is none.
@@ -168,6 +192,7 @@ int main(int argc, char **argv) {
         };
         llvm::StringRef bytes = input->getBuffer();
         std::string codeObject;
+        std::map<std::string, mla::amdgpu::LoopShape> shapes;
         if (isTarArchive(bytes)) {
           auto artifact = mla::parseArtifact(bytes);
           if (!artifact)
@@ -177,8 +202,10 @@ int main(int argc, char **argv) {
                         artifact->chip + ", or with --no-gfx950)");
           codeObject = std::move(artifact->hsaco);
           bytes = codeObject;
+          shapes = loopShapes(*artifact, context);
         }
-        if (llvm::Error err = mla::amdgpu::printKernelReport(bytes, os))
+        if (llvm::Error err =
+                mla::amdgpu::printKernelReport(bytes, os, shapes))
           return fail(llvm::toString(std::move(err)));
         return success();
       });

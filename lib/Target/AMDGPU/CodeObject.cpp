@@ -348,8 +348,10 @@ mla::amdgpu::readKernelMetadata(llvm::StringRef codeObject) {
   return kernels;
 }
 
-llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
-                                           llvm::raw_ostream &os) {
+llvm::Error
+mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
+                               llvm::raw_ostream &os,
+                               const std::map<std::string, LoopShape> &shapes) {
   auto kernelsOr = readKernelMetadata(codeObject);
   if (!kernelsOr)
     return kernelsOr.takeError();
@@ -494,12 +496,15 @@ llvm::Error mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
     const TargetInfo *target = lookupTarget(chip);
     auto kernelCode = code.find(k.name);
     if (target && kernelCode != code.end())
-      if (auto profile = profileMainLoop(kernelCode->second))
+      if (auto profile = profileMainLoop(kernelCode->second)) {
         printLoopProfile(*profile, *target,
                          std::max<int64_t>(1, (k.maxFlatWorkgroupSize +
                                                k.wavefrontSize - 1) /
                                                   k.wavefrontSize),
                          os);
+        if (auto shape = shapes.find(k.name); shape != shapes.end())
+          printLoopShape(*profile, shape->second, os);
+      }
   }
   return llvm::Error::success();
 }

@@ -266,19 +266,25 @@ mla::amdgpu::profileMainLoop(llvm::ArrayRef<DecodedInst> insts) {
   return profile;
 }
 
+namespace {
+constexpr const char *kCountKeys[] = {
+    "total",  "mfma",  "lds_read", "lds_write",  "lds_xbar",
+    "lds_dma", "global_load", "s_waitcnt", "s_barrier", "s_nop",
+    "valu",   "valu_cvt", "valu_trans", "salu"};
+
+int64_t countOf(const LoopProfile &p, llvm::StringRef key) {
+  auto it = p.counts.find(key.str());
+  return it == p.counts.end() ? int64_t(0) : it->second;
+}
+} // namespace
+
 void mla::amdgpu::printLoopProfile(const LoopProfile &p,
                                    const TargetInfo &target, int64_t waves,
                                    llvm::raw_ostream &os) {
-  auto count = [&](llvm::StringRef key) {
-    auto it = p.counts.find(key.str());
-    return it == p.counts.end() ? int64_t(0) : it->second;
-  };
+  auto count = [&](llvm::StringRef key) { return countOf(p, key); };
   os << llvm::format("  main_loop at 0x%llx, per iteration and wave:",
                      (unsigned long long)p.header);
-  for (llvm::StringRef key :
-       {"total", "mfma", "lds_read", "lds_write", "lds_xbar", "lds_dma",
-        "global_load", "s_waitcnt", "s_barrier", "s_nop", "valu", "valu_cvt",
-        "valu_trans", "salu"})
+  for (llvm::StringRef key : kCountKeys)
     os << " " << key << "=" << count(key);
   os << "\n";
   // Clocks per iteration for the CU (one wave per SIMD).
@@ -303,4 +309,24 @@ void mla::amdgpu::printLoopProfile(const LoopProfile &p,
                        "serial=%.1f x_hbm overlap=%.2f serial=%.2f\n",
                        kvBytes, share, kvBytes / best, kvBytes / worst,
                        kvBytes / best / share, kvBytes / worst / share);
+}
+
+void mla::amdgpu::printLoopShape(const LoopProfile &p, const LoopShape &shape,
+                                 llvm::raw_ostream &os) {
+  if (shape.kvRowsPerIteration <= 0 || shape.rowsPerWorkgroup <= 0)
+    return;
+  double per64 = 64.0 / shape.kvRowsPerIteration;
+  os << "  main_loop_per_64_kv_rows kv_rows_per_iteration="
+     << shape.kvRowsPerIteration;
+  for (llvm::StringRef key : kCountKeys)
+    os << " " << key << "=" << llvm::format("%g", countOf(p, key) * per64);
+  os << "\n";
+  // At q_len 1 a block of heads_per_block heads has that many rows: the
+  // first workgroup of the block computes rows_per_workgroup rows, the
+  // rest of them padding when the block has fewer.
+  int64_t real = std::min(shape.rowsPerWorkgroup, shape.headsPerBlock);
+  os << llvm::format("  main_loop_rows query_rows_per_workgroup=%lld "
+                     "real_rows_at_q_len_1=%lld useful_mfma_share=%.2f\n",
+                     (long long)shape.rowsPerWorkgroup, (long long)real,
+                     double(real) / shape.rowsPerWorkgroup);
 }

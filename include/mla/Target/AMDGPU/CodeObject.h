@@ -13,8 +13,11 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "mla/Target/AMDGPU/LoopProfile.h"
+
 #include "llvm/Support/Error.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,8 +62,13 @@ llvm::Expected<std::vector<KernelMetadata>>
 readKernelMetadata(llvm::StringRef codeObject);
 
 /// Per kernel: registers, LDS, scratch, occupancy, and instruction counts
-/// (MFMA, global loads by width, LDS-DMA loads, s_waitcnt, scratch access).
-llvm::Error printKernelReport(llvm::StringRef codeObject, llvm::raw_ostream &os);
+/// (MFMA, global loads by width, LDS-DMA loads, s_waitcnt, scratch access),
+/// and the main loop's profile; with `shapes` (kernel name -> what the
+/// artifact says of its loop), that profile per 64 KV rows and its useful
+/// MFMA share too.
+llvm::Error
+printKernelReport(llvm::StringRef codeObject, llvm::raw_ostream &os,
+                  const std::map<std::string, LoopShape> &shapes = {});
 
 } // namespace mla::amdgpu
 

@@ -52,6 +52,19 @@ std::optional<LoopProfile> profileMainLoop(llvm::ArrayRef<DecodedInst> insts);
 void printLoopProfile(const LoopProfile &profile, const TargetInfo &target,
                       int64_t waves, llvm::raw_ostream &os);
 
+/// What the code object alone does not say about a partial kernel's loop,
+/// from the artifact that carries it: KV rows per iteration (the config's
+/// kv_tile) and the query rows a workgroup computes for a block of
+/// `headsPerBlock` heads.
+struct LoopShape {
+  int64_t kvRowsPerIteration = 0, rowsPerWorkgroup = 0, headsPerBlock = 0;
+};
+
+/// The loop's counts per 64 KV rows and the share of its MFMA rows that
+/// are real query rows at q_len 1 (the rest are padding).
+void printLoopShape(const LoopProfile &profile, const LoopShape &shape,
+                    llvm::raw_ostream &os);
+
 } // namespace mla::amdgpu
 
 #endif // MLA_TARGET_AMDGPU_LOOPPROFILE_H
