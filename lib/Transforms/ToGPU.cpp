@@ -54,11 +54,12 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
 
     // The chip comes from the planner op that feeds the work list.
     if (!llvm::is_contained({"", "drop-tile-barrier", "short-wait",
-                             "drop-loop-barrier"},
+                             "drop-score-barrier", "drop-loop-barrier"},
                             StringRef(testHazard))) {
       module.emitError("mla-to-gpu: unknown test-hazard '")
           << testHazard
-          << "' (drop-tile-barrier, short-wait or drop-loop-barrier)";
+          << "' (drop-tile-barrier, short-wait, drop-score-barrier or "
+             "drop-loop-barrier)";
       return signalPassFailure();
     }
     // The chip comes from the planner op that feeds the work list (the

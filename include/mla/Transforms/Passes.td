@@ -286,9 +286,10 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
            "Testing only: build the partial kernel with one synchronization "
            "bug the emu hazard checker must report: drop-tile-barrier (no "
            "barrier between the DMA wait and the reads of the tile), "
-           "short-wait (the DMA wait leaves one load of the tile in flight) "
-           "or drop-loop-barrier (no barrier at the end of a tile "
-           "iteration)">
+           "short-wait (the DMA wait leaves one load of the tile in flight), "
+           "drop-score-barrier (no barrier between QK's score stores and "
+           "the softmax's reads) or drop-loop-barrier (no barrier at the "
+           "end of a tile iteration)">
   ];
   let dependentDialects = [
     "mlir::amdgpu::AMDGPUDialect", "mlir::arith::ArithDialect",
