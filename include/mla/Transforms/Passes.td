@@ -62,7 +62,7 @@ def MLASelectConfigPass : Pass<"mla-select-config"> {
     `splits=0`) is an error on the op.
 
     Defaults: `kv_tile` 64, halved on gfx950 until the partial kernel's
-    stages fit the LDS (bf16 at H >= 64: 32); `heads_per_workgroup`
+    stages fit the LDS (bf16 from H = 48: 32); `heads_per_workgroup`
     H (one block of all heads: the rows pack densely); `waves_per_workgroup` 4 (256 threads) on gfx950, 1 on the host;
     `waves_per_row_group` on gfx950 4 / (heads_per_workgroup / 16), at
     least 1 (a token's rows fill the waves at q_len 1), 1 on the host;
