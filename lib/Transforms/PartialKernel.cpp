@@ -9,9 +9,9 @@
 // waves busy instead of one); with W = 1 each wave has its own group and a
 // workgroup holds 64 rows. Waves past the rows repeat the last group and
 // write nothing, so control flow stays uniform for the barriers; blocks
-// past them return at once. A work item's row blocks run in consecutive dispatch slots of one
-// XCD, sharing its L2, so a cache byte comes from HBM once
-// (docs/pipelines.md). The stages of the KV loop are in the files
+// past them return at once. A work item's row blocks run in consecutive
+// dispatch slots of one XCD, sharing its L2, so a cache byte comes from HBM
+// once (docs/pipelines.md). The stages of the KV loop are in the files
 // GFX950Kernels.h lists.
 //
 //===----------------------------------------------------------------------===//

@@ -36,8 +36,8 @@ Value PartialKernel::emitTilePV(OpBuilder &b, Value stage, Value acc) {
       VectorType::get({kTileRows, plan.vColumnsPerWave()}, elem);
   auto readP = [&](Value part) {
     return vector::TransferReadOp::create(
-        b, loc, pTileType, lds.p, ValueRange{rows.rowGroup, part, c0, c0}, padElem,
-        ArrayRef<bool>{true, true});
+        b, loc, pTileType, lds.p, ValueRange{rows.rowGroup, part, c0, c0},
+        padElem, ArrayRef<bool>{true, true});
   };
   auto readV = [&] {
     return vector::TransferReadOp::create(

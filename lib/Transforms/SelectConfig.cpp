@@ -92,8 +92,8 @@ struct MLASelectConfigPass
                           : 1);
       };
       // 64-row tiles, unless the gfx950 kernel's stages of them do not fit
-      // its LDS (bf16 rows are twice as wide: they fit only when the
-      // waves share one row group, whose score buffer is small).
+      // its LDS (bf16 rows are twice as wide: they fit when the waves
+      // share row groups, whose score and P buffers are per group).
       int64_t tile = kvTile;
       if (tile == 0) {
         tile = 64;

@@ -65,7 +65,8 @@ def MLASelectConfigPass : Pass<"mla-select-config"> {
     stages fit the LDS (bf16 from H = 48: 32); `heads_per_workgroup`
     H (one block of all heads: the rows pack densely); `waves_per_workgroup` 4 (256 threads) on gfx950, 1 on the host;
     `waves_per_row_group` on gfx950 4 / (heads_per_workgroup / 16), at
-    least 1 (a token's rows fill the waves at q_len 1), 1 on the host;
+    least 1 (a token's rows fill the waves at q_len 1), as far as kv_tile
+    and Dv split into multiples of 16; 1 on the host;
     `pipeline_stages` 2 on gfx950, 1 on the host; `split_policy = balanced`.
 
     Before:

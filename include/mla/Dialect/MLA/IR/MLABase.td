@@ -115,7 +115,7 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       (1, 2 or 4; default 1): each computes the scores of its share of the
       tile's KV rows and the output of its share of the Dv columns, so a
       workgroup holds `16 · waves_per_workgroup / waves_per_row_group` rows
-      and no wave computes padding when a token has fewer than 64 rows;
+      (fewer padding rows when a token has fewer than 64);
     - `pipeline_stages`: KV tiles in flight (LDS buffers);
     - `split_policy`: `balanced` (the planner sizes work items to fill the
       chip at run time) or `uniform` with `splits` items per sequence.
