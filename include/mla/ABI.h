@@ -52,6 +52,8 @@ namespace arg {
 constexpr std::string_view kQ = "q";
 constexpr std::string_view kKV = "kv";
 constexpr std::string_view kKVScale = "kv_scale";
+constexpr std::string_view kKVIndices = "kv_indices";           // paged
+constexpr std::string_view kKVLastPageLen = "kv_last_page_len"; // paged
 constexpr std::string_view kQoIndptr = "qo_indptr";
 constexpr std::string_view kKVIndptr = "kv_indptr";
 constexpr std::string_view kWorkItems = "work_items";
@@ -83,6 +85,7 @@ constexpr int64_t kMaxLdsBytes = 1 << 20;
 namespace dim {
 constexpr std::string_view kTokens = "num_tokens";
 constexpr std::string_view kKVRows = "num_kv_rows";
+constexpr std::string_view kKVIndices = "num_kv_indices"; // kv_indptr[B], paged
 constexpr std::string_view kSeqsPlusOne = "num_seqs+1";
 constexpr std::string_view kSequences = "num_sequences";
 constexpr std::string_view kWorkItems = "num_work_items";

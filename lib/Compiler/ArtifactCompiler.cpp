@@ -177,6 +177,7 @@ llvm::Expected<KernelSignature> mla::signatureOf(DecodeOp op) {
   sig.qkDim = qType.getDimSize(2);
   sig.vDim = op.getVHeadDim();
   sig.smScale = op.getSmScale() ? op.getSmScale()->convertToDouble() : 0.0;
+  sig.pageSize = op.getPageSize();
   return sig;
 }
 
@@ -215,6 +216,7 @@ llvm::Expected<Artifact> compileForms(const KernelSignature &sig,
   a.qkDim = sig.qkDim;
   a.vDim = sig.vDim;
   a.smScale = sig.smScale;
+  a.pageSize = sig.pageSize;
   a.forcedSplits = sig.config.splits > 0 ? int64_t(sig.config.splits) : 0;
   a.cpuPipeline = sig.pipeline == HostPipeline::Split ? "split" : "decompose";
   a.cpuKVTile = sig.pipeline == HostPipeline::Split ? int64_t(sig.config.kvTile)

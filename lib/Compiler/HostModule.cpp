@@ -34,11 +34,13 @@ OwningOpRef<ModuleOp> mla::buildHostModule(DecodeOp op) {
   b.setInsertionPointToEnd(module->getBody());
 
   // The runtime's argument order: q, kv, qo_indptr, kv_indptr, [scale],
-  // out, lse (docs/abi.md).
+  // [kv_indices, kv_last_page_len], out, lse (docs/abi.md).
   SmallVector<Value> inputs = {op.getQ(), op.getKv(), op.getQoIndptr(),
                                op.getKvIndptr()};
   if (op.getKvScale())
     inputs.push_back(op.getKvScale());
+  if (op.isPaged())
+    inputs.append({op.getKvIndices(), op.getKvLastPageLen()});
   auto outType = cast<RankedTensorType>(op.getOut().getType());
   auto lseType = RankedTensorType::get(outType.getShape().drop_back(),
                                        b.getF32Type());
@@ -56,12 +58,15 @@ OwningOpRef<ModuleOp> mla::buildHostModule(DecodeOp op) {
   for (auto [i, v] : llvm::enumerate(inputs))
     tensors.push_back(bufferization::ToTensorOp::create(
         b, loc, v.getType(), func.getArgument(i), /*restrict=*/true));
-  Value kvScale = op.getKvScale() ? tensors[4] : Value();
+  unsigned next = 4;
+  Value kvScale = op.getKvScale() ? tensors[next++] : Value();
+  Value kvIndices = op.isPaged() ? tensors[next++] : Value();
+  Value kvLastPageLen = op.isPaged() ? tensors[next++] : Value();
   // Both results, whether or not the user's op asked for the lse.
-  auto decode = DecodeOp::create(b, loc, outType, lseType, tensors[0],
-                                 tensors[1], tensors[2], tensors[3], kvScale,
-                                 op.getKvFormatAttr(), op.getVHeadDimAttr(),
-                                 op.getSmScaleAttr());
+  auto decode = DecodeOp::create(
+      b, loc, outType, lseType, tensors[0], tensors[1], tensors[2], tensors[3],
+      kvScale, kvIndices, kvLastPageLen, op.getKvFormatAttr(),
+      op.getVHeadDimAttr(), op.getSmScaleAttr());
   decode->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   unsigned outArg = inputs.size();
   for (auto [result, arg] : {std::pair{decode.getOut(), outArg},
@@ -85,14 +90,26 @@ OwningOpRef<ModuleOp> mla::buildDecodeModule(MLIRContext &ctx,
                                                     : Type(b.getI8Type());
   int64_t width = sig.format == CacheFormat::MXFP4 ? sig.qkDim / 2 : sig.qkDim;
   auto indptr = RankedTensorType::get({dyn}, b.getI32Type());
+  // [N] rows, or [num_pages, P] for a paged cache.
+  SmallVector<int64_t> rows = {dyn};
+  if (sig.pageSize > 0)
+    rows.push_back(sig.pageSize);
+  auto rowsOf = [&](int64_t width, Type elem) {
+    SmallVector<int64_t> shape(rows);
+    shape.push_back(width);
+    return RankedTensorType::get(shape, elem);
+  };
   SmallVector<Type> types = {
       RankedTensorType::get({dyn, sig.numHeads, sig.qkDim}, b.getBF16Type()),
-      RankedTensorType::get({dyn, width}, kvElement), indptr, indptr};
+      rowsOf(width, kvElement), indptr, indptr};
   if (sig.format == CacheFormat::FP8)
     types.push_back(RankedTensorType::get({1}, b.getF32Type()));
   if (sig.format == CacheFormat::MXFP4)
-    types.push_back(RankedTensorType::get({dyn, sig.qkDim / 32},
-                                          b.getType<Float8E8M0FNUType>()));
+    types.push_back(
+        rowsOf(sig.qkDim / 32, b.getType<Float8E8M0FNUType>()));
+  unsigned pagesArg = types.size();
+  if (sig.pageSize > 0)
+    types.append({indptr, indptr}); // kv_indices, kv_last_page_len
   auto func = func::FuncOp::create(b, loc, "decode", b.getFunctionType(types, {}));
   b.setInsertionPointToStart(func.addEntryBlock());
   auto arg = [&](unsigned i) { return func.getArgument(i); };
@@ -104,6 +121,8 @@ OwningOpRef<ModuleOp> mla::buildDecodeModule(MLIRContext &ctx,
       b, loc, RankedTensorType::get({dyn, sig.numHeads, sig.vDim}, b.getBF16Type()),
       RankedTensorType::get({dyn, sig.numHeads}, b.getF32Type()), arg(0), arg(1),
       arg(2), arg(3), sig.format == CacheFormat::BF16 ? Value() : arg(4),
+      sig.pageSize > 0 ? arg(pagesArg) : Value(),
+      sig.pageSize > 0 ? arg(pagesArg + 1) : Value(),
       KVFormatAttr::get(&ctx, format), b.getI64IntegerAttr(sig.vDim), smScale);
   func::ReturnOp::create(b, loc);
   return module;

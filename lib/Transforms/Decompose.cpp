@@ -11,6 +11,7 @@
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Transforms/Passes.h"
 
+#include "CacheRows.h"
 #include "KVDecoding.h"
 #include "LoweringBuilder.h"
 
@@ -43,6 +44,8 @@ public:
 private:
   /// Dequantizes `kvLen` cache rows starting at `kvBegin` to f32 [kvLen, Dqk].
   Value dequantizeRows(Value kvBegin, Value kvLen);
+  /// The same for the positions of a sequence in a paged cache.
+  Value dequantizePages(const CacheRows &cache, Value first, Value kvLen);
 
   DecodeOp op;
   int64_t numHeads, qkDim, vDim;
@@ -79,6 +82,21 @@ Value DecodeDecomposer::dequantizeRows(Value kvBegin, Value kvLen) {
                  });
 }
 
+Value DecodeDecomposer::dequantizePages(const CacheRows &cache, Value first,
+                                        Value kvLen) {
+  Value init = tensor::EmptyOp::create(
+      b, loc, ArrayRef<OpFoldResult>{kvLen, b.getIndexAttr(qkDim)}, f32);
+  KVDecoder decoder(b, loc, op.getKvFormat(), op.getKvScale());
+  return generic(init, ValueRange{}, {b.getMultiDimIdentityMap(2)},
+                 {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange) {
+                   Value pos = linalg::IndexOp::create(nb, nl, 0);
+                   Value col = linalg::IndexOp::create(nb, nl, 1);
+                   Value row = cache.row(nb, nl, first, pos);
+                   linalg::YieldOp::create(
+                       nb, nl, cache.element(nb, nl, decoder, row, col));
+                 });
+}
+
 SmallVector<Value> DecodeDecomposer::run() {
   Type bf16 = b.getBF16Type();
   bool withLse = static_cast<bool>(op.getLse());
@@ -98,6 +116,7 @@ SmallVector<Value> DecodeDecomposer::run() {
   Value numSeqs = arith::SubIOp::create(
       b, loc, tensor::DimOp::create(b, loc, op.getQoIndptr(), 0), c1);
   double smScale = op.getEffectiveSmScale();
+  CacheRows cache(b, loc, op);
 
   auto loop = scf::ForOp::create(
       b, loc, c0, numSeqs, c1, inits,
@@ -108,13 +127,13 @@ SmallVector<Value> DecodeDecomposer::run() {
         Value qBegin = loadIndex(op.getQoIndptr(), seq);
         Value qLen = arith::SubIOp::create(
             b, loc, loadIndex(op.getQoIndptr(), next), qBegin);
-        Value kvBegin = loadIndex(op.getKvIndptr(), seq);
-        Value kvLen = arith::SubIOp::create(
-            b, loc, loadIndex(op.getKvIndptr(), next), kvBegin);
+        CacheRows::Sequence sequence = cache.sequence(b, loc, seq);
+        Value kvBegin = sequence.first, kvLen = sequence.length;
 
         Value qRows = slice(q, {qBegin, attr(0), attr(0)},
                             {qLen, heads, attr(qkDim)});
-        Value keys = dequantizeRows(kvBegin, kvLen);
+        Value keys = cache.paged() ? dequantizePages(cache, kvBegin, kvLen)
+                                   : dequantizeRows(kvBegin, kvLen);
 
         Value scores = qkScores(qRows, keys, {qLen, heads, kvLen});
 

@@ -66,17 +66,40 @@ private:
   mlir::Value emitWorkAssignment(mlir::OpBuilder &b);
   /// The wave's 16 query rows and the lane roles.
   void emitWaveRows(mlir::OpBuilder &b);
+  /// The sequence's length: kv_indptr's difference, or (pages - 1) · P +
+  /// last for a paged cache (kv_last_page_len clamped into 1..P).
+  mlir::Value emitSequenceLength(mlir::OpBuilder &b);
   void emitBody(mlir::OpBuilder &b);
   mlir::scf::ForOp emitKVLoop(mlir::OpBuilder &b);
   void emitLoopStep(mlir::OpBuilder &b, mlir::Value tileStart,
                     mlir::ValueRange carried);
 
   // PartialKernelStaging.cpp
+  /// Where a tile's positions lie in the cache, as wave-uniform i32 values
+  /// (rows fit: the runtime refuses pools of 2^31 rows or more, and 32-bit
+  /// row arithmetic saves the lanes' 64-bit selects). Contiguous: row =
+  /// kvBegin + pos. Pages of at least a tile: a tile spans at most two
+  /// pages, whose ids the wave loads once per tile (row = base0 + pos
+  /// before `boundary`, base1 + pos from it). Smaller pages: each lane looks
+  /// its row's page up.
+  struct TileRows {
+    mlir::Value start, lastPos, kvBegin, boundary, base0, base1;
+  };
+  TileRows emitTileRows(mlir::OpBuilder &b, mlir::Value tileStart);
+  /// The cache row of the tile's row `localRow` (clamped to the item's last
+  /// position): page ids are clamped into the pool, so a bad table never
+  /// reads outside it.
+  mlir::Value cacheRow(mlir::OpBuilder &b, const TileRows &tile,
+                       mlir::Value localRow);
+  mlir::Value clampPage(mlir::OpBuilder &b, mlir::Value pageId);
+  mlir::Value toI32(mlir::OpBuilder &b, mlir::Value index);
+  mlir::Value toIndex(mlir::OpBuilder &b, mlir::Value i32);
+  mlir::Value i32Const(mlir::OpBuilder &b, int64_t v);
   void emitTileDma(mlir::OpBuilder &b, mlir::Value tileStart,
                    mlir::Value stage);
-  void emitDataGather(mlir::OpBuilder &b, mlir::Value firstRow,
+  void emitDataGather(mlir::OpBuilder &b, const TileRows &tile,
                       mlir::Value stage, mlir::Value piece);
-  void emitScaleGather(mlir::OpBuilder &b, mlir::Value firstRow,
+  void emitScaleGather(mlir::OpBuilder &b, const TileRows &tile,
                        mlir::Value stage, mlir::Value piece);
   /// Puts the next tile in flight and waits for the current one.
   void emitTileHandoff(mlir::OpBuilder &b, mlir::Value tileIndex,
@@ -140,19 +163,23 @@ private:
   /// test-hazard), or "".
   std::string testHazard;
   int64_t numHeads, qkDim, vDim, paddedQK, kTileRows, kStages, headsPerWg;
+  int64_t pageSize; // rows per page; 0: a contiguous cache
 
   // What the stages share while the body is built.
   struct Arguments {
     mlir::Value q, kv, kvScale, qoIndptr, kvIndptr, workItems, partialOut,
         partialLse, itemIndptr, out, lse;
+    mlir::Value kvIndices, kvLastPageLen; // paged caches
   } args;
   struct LdsBuffers {
     mlir::Value kvTiles, scores, p, rowFactors, decodedV, tileScales;
   } lds;
-  /// The workgroup's work item: its sequence, rows [begin, end) of the
-  /// sequence's cache, its partial slot.
+  /// The workgroup's work item: its sequence, positions [begin, end) of
+  /// the sequence, its partial slot; `kvBegin` is the sequence's kv_indptr
+  /// entry (its first row, or its first page entry), `lastPos` the item's
+  /// last position.
   struct WorkItem {
-    mlir::Value seq, begin, end, slot, qBegin, qLen, kvBegin, kvLen, lastRow;
+    mlir::Value seq, begin, end, slot, qBegin, qLen, kvBegin, kvLen, lastPos;
   } item;
   /// The thread and its wave's rows: group of 16 heads of one token.
   /// The block's groups of 16 rows: the first, how many, its head block.

@@ -42,6 +42,10 @@ StringRef leadingDimSymbol(std::string_view arg) {
     return dim::kKVRows;
   if (arg == arg::kQoIndptr || arg == arg::kKVIndptr || arg == arg::kItemIndptr)
     return dim::kSeqsPlusOne;
+  if (arg == arg::kKVIndices)
+    return dim::kKVIndices;
+  if (arg == arg::kKVLastPageLen)
+    return dim::kSequences;
   return dim::kWorkItems; // work_items, partial_out, partial_lse
 }
 } // namespace

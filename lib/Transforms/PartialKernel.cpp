@@ -57,6 +57,7 @@ PartialKernel::PartialKernel(PartialDecodeOp op, int64_t xcds,
   paddedQK = plan.paddedQK();
   kTileRows = plan.shape().kvTile;
   kStages = plan.shape().pipelineStages;
+  pageSize = op.getPageSize();
 }
 
 Type PartialKernel::elemType(Builder &b) const {
@@ -106,6 +107,8 @@ SmallVector<StringRef> PartialKernel::argNames() const {
   names.append({arg::kQoIndptr, arg::kKVIndptr, arg::kWorkItems,
                 arg::kPartialOut, arg::kPartialLse, arg::kItemIndptr,
                 arg::kOut, arg::kLse});
+  if (pageSize > 0)
+    names.append({arg::kKVIndices, arg::kKVLastPageLen});
   return names;
 }
 
@@ -130,6 +133,9 @@ SmallVector<Type> PartialKernel::argTypes(Builder &b) const {
       MemRefType::get({dyn}, i32),                                   // item_indptr
       MemRefType::get({dyn, numHeads, vDim}, bf16),                  // out
       MemRefType::get({dyn, numHeads}, f32)});                       // lse
+  if (pageSize > 0)
+    types.append({MemRefType::get({dyn}, i32),    // kv_indices
+                  MemRefType::get({dyn}, i32)});  // kv_last_page_len
   return types;
 }
 
@@ -175,7 +181,8 @@ void PartialKernel::bindArguments(gpu::GPUFuncOp func) {
           argument(arg::kKVIndptr),   argument(arg::kWorkItems),
           argument(arg::kPartialOut), argument(arg::kPartialLse),
           argument(arg::kItemIndptr), argument(arg::kOut),
-          argument(arg::kLse)};
+          argument(arg::kLse),        argument(arg::kKVIndices),
+          argument(arg::kKVLastPageLen)};
   auto attributions = func.getWorkgroupAttributions();
   unsigned next = 0;
   lds = {};
@@ -222,8 +229,7 @@ Value PartialKernel::emitWorkAssignment(OpBuilder &b) {
   item.qLen =
       k.sub(k.loadIndex(args.qoIndptr, {k.add(item.seq, c1)}), item.qBegin);
   item.kvBegin = k.loadIndex(args.kvIndptr, {item.seq});
-  item.kvLen =
-      k.sub(k.loadIndex(args.kvIndptr, {k.add(item.seq, c1)}), item.kvBegin);
+  item.kvLen = emitSequenceLength(b);
   // The query rows of one block of heads_per_workgroup heads, q_len·hpw of
   // them, in groups of 16 heads (token-major): the workgroup takes
   // rowGroups() consecutive groups and its waves share every KV tile.
@@ -273,6 +279,21 @@ void PartialKernel::emitWaveRows(OpBuilder &b) {
   rows.head = k.add(k.mul(rows.headGroup, k.idx(kRowsPerWave)), rows.row);
 }
 
+Value PartialKernel::emitSequenceLength(OpBuilder &b) {
+  KernelBuilder k{b, loc};
+  Value count =
+      k.sub(k.loadIndex(args.kvIndptr, {k.add(item.seq, c1)}), item.kvBegin);
+  if (pageSize == 0)
+    return count;
+  Value last = arith::MaxSIOp::create(
+      b, loc, k.minS(k.loadIndex(args.kvLastPageLen, {item.seq}),
+                     k.idx(pageSize)),
+      c1);
+  Value length = k.add(k.mul(k.sub(count, c1), k.idx(pageSize)), last);
+  return arith::SelectOp::create(
+      b, loc, k.lessThan(c0, count), length, c0);
+}
+
 void PartialKernel::emitBody(OpBuilder &b) {
   KernelBuilder k{b, loc};
   Value blockHasRows = emitWorkAssignment(b);
@@ -283,7 +304,7 @@ void PartialKernel::emitBody(OpBuilder &b) {
   emitQPreload(b);
 
   // The first tile in flight before the loop.
-  item.lastRow = k.sub(k.add(item.kvBegin, item.end), c1);
+  item.lastPos = k.sub(item.end, c1);
   Value hasRows = k.lessThan(item.begin, item.end);
   scf::IfOp::create(b, loc, hasRows, [&](OpBuilder &ib, Location) {
     OpBuilder::InsertionGuard g(b);

@@ -12,6 +12,8 @@
 #include "GFX950Kernels.h"
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
@@ -21,6 +23,8 @@ namespace {
 constexpr int64_t kWaveSize = PartialKernelPlan::kWaveSize;
 constexpr int64_t kWaves = PartialKernelPlan::kWaves;
 constexpr int64_t kDmaBytes = PartialKernelPlan::kDmaBytes;
+/// AMDGPU's address space of read-only global memory (scalar loads).
+constexpr int64_t kConstantAddressSpace = 4;
 
 /// A wave-uniform branch.
 void emitIf(OpBuilder &b, Location loc, Value cond, function_ref<void()> then,
@@ -34,16 +38,103 @@ void emitIf(OpBuilder &b, Location loc, Value cond, function_ref<void()> then,
 }
 } // namespace
 
-void PartialKernel::emitDataGather(OpBuilder &b, Value firstRow, Value stage,
-                                   Value piece) {
+PartialKernel::TileRows PartialKernel::emitTileRows(OpBuilder &b,
+                                                     Value tileStart) {
+  TileRows tile{toI32(b, tileStart), toI32(b, item.lastPos),
+                toI32(b, item.kvBegin), {}, {}, {}};
+  if (pageSize < kTileRows)
+    return tile;
+  Value log2P = i32Const(b, llvm::Log2_64(pageSize)), one = i32Const(b, 1);
+  auto shl = [&](Value v) {
+    return arith::ShLIOp::create(b, loc, v, log2P).getResult();
+  };
+  auto shr = [&](Value v) {
+    return arith::ShRUIOp::create(b, loc, v, log2P).getResult();
+  };
+  // The tile's first page entry, and the next one unless the item ends
+  // before it (then no position reaches the boundary).
+  Value first = shr(tile.start);
+  Value next = arith::AddIOp::create(b, loc, first, one);
+  Value second = arith::MinUIOp::create(b, loc, next, shr(tile.lastPos));
+  // The ids are wave-uniform and the table is read-only: through the
+  // constant address space they load by the scalar unit, so the DMA's
+  // vector memory counter never waits for them.
+  auto tableType = cast<MemRefType>(args.kvIndices.getType());
+  Value table = memref::MemorySpaceCastOp::create(
+      b, loc,
+      MemRefType::get(tableType.getShape(), tableType.getElementType(),
+                      tableType.getLayout(),
+                      b.getI64IntegerAttr(kConstantAddressSpace)),
+      args.kvIndices);
+  auto pageBase = [&](Value entry) {
+    Value at = toIndex(b, arith::AddIOp::create(b, loc, tile.kvBegin, entry));
+    Value id = clampPage(b, KernelBuilder{b, loc}.load(table, {at}));
+    return shl(arith::SubIOp::create(b, loc, id, entry));
+  };
+  tile.boundary = shl(next);
+  tile.base0 = pageBase(first);
+  tile.base1 = pageBase(second);
+  return tile;
+}
+
+Value PartialKernel::clampPage(OpBuilder &b, Value pageId) {
+  KernelBuilder k{b, loc};
+  // Unsigned: a negative id clamps to the last page as well.
+  Value lastPage = k.sub(
+      k.div(memref::DimOp::create(b, loc, args.kv, 0), k.idx(pageSize)), c1);
+  return arith::MinUIOp::create(b, loc, pageId, toI32(b, lastPage));
+}
+
+Value PartialKernel::cacheRow(OpBuilder &b, const TileRows &tile,
+                              Value localRow) {
+  auto add = [&](Value x, Value y) {
+    return arith::AddIOp::create(b, loc, x, y).getResult();
+  };
+  // Rows past the item clamp to its last position (their scores are
+  // masked).
+  Value pos = arith::MinSIOp::create(
+      b, loc, add(tile.start, toI32(b, localRow)), tile.lastPos);
+  Value row;
+  if (pageSize == 0) {
+    row = add(tile.kvBegin, pos);
+  } else if (tile.boundary) {
+    Value before = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                         pos, tile.boundary);
+    row = add(arith::SelectOp::create(b, loc, before, tile.base0, tile.base1),
+              pos);
+  } else {
+    Value log2P = i32Const(b, llvm::Log2_64(pageSize));
+    Value entry =
+        add(tile.kvBegin, arith::ShRUIOp::create(b, loc, pos, log2P));
+    Value page = clampPage(b, KernelBuilder{b, loc}.load(
+                                  args.kvIndices, {toIndex(b, entry)}));
+    row = arith::OrIOp::create(
+        b, loc, arith::ShLIOp::create(b, loc, page, log2P),
+        arith::AndIOp::create(b, loc, pos, i32Const(b, pageSize - 1)));
+  }
+  return toIndex(b, row);
+}
+
+Value PartialKernel::toI32(OpBuilder &b, Value index) {
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
+}
+
+Value PartialKernel::toIndex(OpBuilder &b, Value i32) {
+  return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), i32);
+}
+
+Value PartialKernel::i32Const(OpBuilder &b, int64_t v) {
+  return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+}
+
+void PartialKernel::emitDataGather(OpBuilder &b, const TileRows &tile,
+                                   Value stage, Value piece) {
   KernelBuilder k{b, loc};
   int64_t dmaElems = kDmaBytes / plan.elementBytes();
   int64_t rowElems = plan.rowElements();
   Value waveBase = k.mul(piece, k.idx(kWaveSize * dmaElems));
   Value lin = k.add(waveBase, k.mul(rows.lane, k.idx(dmaElems)));
-  // Rows past the item clamp to its last row (their scores are masked).
-  Value srcRow =
-      k.minS(k.add(firstRow, k.div(lin, k.idx(rowElems))), item.lastRow);
+  Value srcRow = cacheRow(b, tile, k.div(lin, k.idx(rowElems)));
   Value srcCol = k.rem(lin, k.idx(rowElems));
   Value dstRow = k.div(waveBase, k.idx(rowElems));
   Value dstCol = k.rem(waveBase, k.idx(rowElems));
@@ -53,14 +144,13 @@ void PartialKernel::emitDataGather(OpBuilder &b, Value firstRow, Value stage,
       TypeAttr::get(VectorType::get({dmaElems}, kvMemType(b))));
 }
 
-void PartialKernel::emitScaleGather(OpBuilder &b, Value firstRow,
+void PartialKernel::emitScaleGather(OpBuilder &b, const TileRows &tile,
                                     Value stage, Value piece) {
   KernelBuilder k{b, loc};
   Value scalePiece = k.sub(piece, k.idx(plan.dataPieces()));
   Value unit = k.add(k.mul(scalePiece, k.idx(kWaveSize)), rows.lane);
-  Value srcRow = k.minS(
-      k.add(firstRow, k.div(unit, k.idx(plan.scaleUnitsPerRow()))),
-      item.lastRow);
+  Value srcRow =
+      cacheRow(b, tile, k.div(unit, k.idx(plan.scaleUnitsPerRow())));
   Value srcCol =
       k.mul(k.rem(unit, k.idx(plan.scaleUnitsPerRow())), k.idx(2));
   amdgpu::GatherToLDSOp::create(
@@ -74,20 +164,20 @@ void PartialKernel::emitScaleGather(OpBuilder &b, Value firstRow,
 /// takes 6).
 void PartialKernel::emitTileDma(OpBuilder &b, Value tileStart, Value stage) {
   KernelBuilder k{b, loc};
-  Value firstRow = k.add(item.kvBegin, tileStart);
   int64_t dataPieces = plan.dataPieces(), allPieces = plan.allPieces();
+  TileRows tile = emitTileRows(b, tileStart);
   for (int64_t g = 0; g < plan.maxGathersPerWave(); ++g) {
     Value piece = k.add(k.idx(g * kWaves), rows.wave);
     int64_t first = g * kWaves, last = first + kWaves - 1;
     auto anyPiece = [&] {
       if (last < dataPieces)
-        return emitDataGather(b, firstRow, stage, piece);
+        return emitDataGather(b, tile, stage, piece);
       if (first >= dataPieces)
-        return emitScaleGather(b, firstRow, stage, piece);
+        return emitScaleGather(b, tile, stage, piece);
       // A round that mixes kinds branches on the piece's (wave-uniform).
       emitIf(b, loc, k.lessThan(piece, k.idx(dataPieces)),
-             [&] { emitDataGather(b, firstRow, stage, piece); },
-             [&] { emitScaleGather(b, firstRow, stage, piece); });
+             [&] { emitDataGather(b, tile, stage, piece); },
+             [&] { emitScaleGather(b, tile, stage, piece); });
     };
     if (last < allPieces)
       anyPiece();

@@ -10,6 +10,8 @@
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Transforms/Passes.h"
 
+#include "CacheRows.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
@@ -38,16 +40,22 @@ LogicalResult splitDecode(DecodeOp op, RewriterBase &rewriter) {
   auto itemsType = RankedTensorType::get({dyn, 4}, i32);
   auto itemIndptrType = RankedTensorType::get(
       {op.getKvIndptr().getType().getDimSize(0)}, i32);
+  // The planner balances positions: a paged cache's are counted from its
+  // page table.
+  Value positions =
+      CacheRows::lengthsOnly(rewriter, loc, op).positionIndptr(rewriter, loc);
   auto plan = PlanSplitsOp::create(rewriter, loc, itemsType, itemIndptrType,
-                                   op.getKvIndptr(), target, config);
+                                   positions, target, config);
 
   auto partialOutType =
       RankedTensorType::get({dyn, kMaxQueryTokens, heads, vDim}, f32);
-  auto partialLseType = RankedTensorType::get({dyn, kMaxQueryTokens, heads}, f32);
+  auto partialLseType =
+      RankedTensorType::get({dyn, kMaxQueryTokens, heads}, f32);
   auto partial = PartialDecodeOp::create(
       rewriter, loc, partialOutType, partialLseType, op.getQ(), op.getKv(),
       op.getQoIndptr(), op.getKvIndptr(), plan.getWorkItems(), op.getKvScale(),
-      op.getKvFormatAttr(), op.getVHeadDimAttr(), op.getSmScaleAttr(), config);
+      op.getKvIndices(), op.getKvLastPageLen(), op.getKvFormatAttr(),
+      op.getVHeadDimAttr(), op.getSmScaleAttr(), config);
 
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
   Value numTokens = tensor::DimOp::create(rewriter, loc, op.getQ(), zero);

@@ -11,6 +11,7 @@
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Transforms/Passes.h"
 
+#include "CacheRows.h"
 #include "InputLevel.h"
 #include "KVDecoding.h"
 #include "LoweringBuilder.h"
@@ -40,61 +41,53 @@ public:
 private:
   /// One work item: its partial output [q_len, H, Dv] and lse [q_len, H].
   std::pair<Value, Value> emitItem(Value seq, Value begin, Value end,
+                                   const CacheRows &cache,
                                    const KVDecoder &decoder);
-  /// The f32 [tile, Dqk] tile of the sequence's rows `rowBase + p`, with the
-  /// row clamped to `lastRow`.
-  Value gatherTile(Value rowBase, Value lastRow, const KVDecoder &decoder);
+  /// The f32 [tile, Dqk] tile of the sequence's positions `tileStart + p`,
+  /// clamped to `lastPos` (the sequence's first row or page entry is
+  /// `first`).
+  Value gatherTile(const CacheRows &cache, Value first, Value tileStart,
+                   Value lastPos, const KVDecoder &decoder);
 
   PartialDecodeOp op;
   int64_t numHeads, qkDim, vDim, tile;
 };
 
-Value PartialDecodeTiler::gatherTile(Value rowBase, Value lastRow,
+Value PartialDecodeTiler::gatherTile(const CacheRows &cache, Value first,
+                                     Value tileStart, Value lastPos,
                                      const KVDecoder &decoder) {
-  bool packed = op.getKvFormat() == KVFormat::mxfp4;
-  Value kv = op.getKv(), scales = op.getKvScale();
   return generic(
       empty({attr(tile), attr(qkDim)}, f32), ValueRange{}, {identity(2)},
       {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange) {
         Value p = linalg::IndexOp::create(nb, nl, 0);
         Value col = linalg::IndexOp::create(nb, nl, 1);
-        Value row = arith::MinSIOp::create(
-            nb, nl, arith::AddIOp::create(nb, nl, rowBase, p), lastRow);
-        Value byteCol = col, blockScale;
-        if (packed) {
-          Value two = arith::ConstantIndexOp::create(nb, nl, 2);
-          Value block = arith::ConstantIndexOp::create(nb, nl, 32);
-          byteCol = arith::DivUIOp::create(nb, nl, col, two);
-          blockScale = tensor::ExtractOp::create(
-              nb, nl, scales,
-              ValueRange{row, arith::DivUIOp::create(nb, nl, col, block)});
-        }
-        Value raw =
-            tensor::ExtractOp::create(nb, nl, kv, ValueRange{row, byteCol});
+        Value pos = arith::MinSIOp::create(
+            nb, nl, arith::AddIOp::create(nb, nl, tileStart, p), lastPos);
+        Value row = cache.row(nb, nl, first, pos);
         linalg::YieldOp::create(nb, nl,
-                                decoder.decode(nb, nl, raw, blockScale, col));
+                                cache.element(nb, nl, decoder, row, col));
       });
 }
 
-std::pair<Value, Value> PartialDecodeTiler::emitItem(Value seq, Value begin,
-                                                     Value end,
-                                                     const KVDecoder &decoder) {
+std::pair<Value, Value>
+PartialDecodeTiler::emitItem(Value seq, Value begin, Value end,
+                             const CacheRows &cache,
+                             const KVDecoder &decoder) {
   Value c1 = cIndex(1);
   Value next = arith::AddIOp::create(b, loc, seq, c1);
   Value qBegin = loadIndex(op.getQoIndptr(), seq);
   Value qLen = arith::SubIOp::create(
       b, loc, loadIndex(op.getQoIndptr(), next), qBegin);
-  Value kvBegin = loadIndex(op.getKvIndptr(), seq);
-  Value kvLen = arith::SubIOp::create(
-      b, loc, loadIndex(op.getKvIndptr(), next), kvBegin);
+  CacheRows::Sequence sequence = cache.sequence(b, loc, seq);
+  Value first = sequence.first, kvLen = sequence.length;
   Value qRows = slice(op.getQ(), {qBegin, attr(0), attr(0)},
                       {qLen, attr(numHeads), attr(qkDim)});
   // Token t sees the positions before visibleEnd + t.
   Value visibleEnd = arith::SubIOp::create(
       b, loc, kvLen, arith::SubIOp::create(b, loc, qLen, c1));
-  // The item's last row; an empty item runs no tile, so it is never read.
-  Value lastRow = arith::SubIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, kvBegin, end), c1);
+  // The item's last position; an empty item runs no tile, so it is never
+  // read.
+  Value lastPos = arith::SubIOp::create(b, loc, end, c1);
 
   OpFoldResult heads = attr(numHeads);
   Type f64 = b.getF64Type();
@@ -113,9 +106,7 @@ std::pair<Value, Value> PartialDecodeTiler::emitItem(Value seq, Value begin,
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(lb.getInsertionBlock());
         Value runMax = carried[0], runSum = carried[1], acc = carried[2];
-        Value keys = gatherTile(
-            arith::AddIOp::create(b, loc, kvBegin, tileStart), lastRow,
-            decoder);
+        Value keys = gatherTile(cache, first, tileStart, lastPos, decoder);
 
         Value scores = qkScores(qRows, keys, {qLen, heads, attr(tile)});
 
@@ -198,6 +189,7 @@ SmallVector<Value> PartialDecodeTiler::run() {
              f32, cF32(kNegInf))};
   // Decode tables are built once, outside every loop.
   KVDecoder decoder(b, loc, op.getKvFormat(), op.getKvScale());
+  CacheRows cache(b, loc, op);
 
   auto itemLoop = scf::ForOp::create(
       b, loc, cIndex(0), numItems, cIndex(1), inits,
@@ -208,7 +200,7 @@ SmallVector<Value> PartialDecodeTiler::run() {
         Value begin = loadIndex(items, {item, cIndex(1)});
         Value end = loadIndex(items, {item, cIndex(2)});
         Value slot = loadIndex(items, {item, cIndex(3)});
-        auto [out, lse] = emitItem(seq, begin, end, decoder);
+        auto [out, lse] = emitItem(seq, begin, end, cache, decoder);
         Value qLen = tensor::DimOp::create(b, loc, out, cIndex(0));
         Value partialOut =
             insert(out, carried[0], {slot, attr(0), attr(0), attr(0)},

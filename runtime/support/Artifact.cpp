@@ -331,14 +331,15 @@ rt::Error checkKernel(const ArtifactKernel &k, size_t index) {
   // Every size expression resolves when the symbols have values.
   const std::vector<std::pair<std::string_view, int64_t>> symbols = {
       {dim::kTokens, 1}, {dim::kKVRows, 1}, {dim::kSeqsPlusOne, 2},
-      {dim::kSequences, 1}, {dim::kWorkItems, 1}};
+      {dim::kSequences, 1}, {dim::kWorkItems, 1}, {dim::kKVIndices, 1}};
   for (const std::string &g : k.grid)
     if (auto size = resolveDim(g, symbols); !size)
       return size.takeError().context(where + ": grid: ");
   const std::string_view known[] = {
       arg::kQ,          arg::kKV,         arg::kKVScale,    arg::kQoIndptr,
       arg::kKVIndptr,   arg::kWorkItems,  arg::kItemIndptr, arg::kOut,
-      arg::kLse,        arg::kPartialOut, arg::kPartialLse};
+      arg::kLse,        arg::kPartialOut, arg::kPartialLse, arg::kKVIndices,
+      arg::kKVLastPageLen};
   for (const ArtifactKernelArg &arg : k.args) {
     if (std::find(std::begin(known), std::end(known), arg.name) ==
         std::end(known))
@@ -391,6 +392,7 @@ std::string mla::serializeArtifact(const Artifact &a) {
                               {"qk_dim", a.qkDim},
                               {"v_dim", a.vDim},
                               {"sm_scale", a.smScale},
+                              {"page_size", a.pageSize},
                               {"max_query_tokens", kMaxQueryTokens}}},
       {"config", a.config},
       {"planner", json::Object{{"forced_splits", a.forcedSplits}}},
@@ -447,6 +449,9 @@ rt::Expected<Artifact> mla::parseArtifact(std::string_view bytes) {
   a.qkDim = r.integer(decode, "qk_dim", "decode.qk_dim");
   a.vDim = r.integer(decode, "v_dim", "decode.v_dim");
   a.smScale = r.number(decode, "sm_scale", "decode.sm_scale");
+  // Absent in artifacts from before paged caches: contiguous.
+  if (decode && decode->get("page_size"))
+    a.pageSize = r.integer(decode, "page_size", "decode.page_size");
   a.config = r.string(root, "config", "config");
   const json::Value *planner = r.object(root, "planner", "planner");
   a.forcedSplits = r.integer(planner, "forced_splits", "planner.forced_splits");
@@ -477,7 +482,8 @@ rt::Expected<Artifact> mla::parseArtifact(std::string_view bytes) {
       a.qkDim > limits::kMaxHeadDim || a.vDim <= 0 || a.vDim > a.qkDim ||
       a.computeUnits <= 0 || a.computeUnits > limits::kMaxComputeUnits ||
       a.forcedSplits < 0 || a.forcedSplits > kMaxSplitsPerSeq ||
-      !(a.smScale >= 0.0) || !std::isfinite(a.smScale))
+      !(a.smScale >= 0.0) || !std::isfinite(a.smScale) || a.pageSize < 0 ||
+      a.pageSize > 256 || (a.pageSize & (a.pageSize - 1)) != 0)
     return invalid("the manifest's sizes are out of range");
   for (size_t i = 0; i < a.kernels.size(); ++i)
     if (rt::Error err = checkKernel(a.kernels[i], i))

@@ -98,3 +98,30 @@ func.func @mxfp4_kv(%q: tensor<?x32x288xbf16>, %kv: tensor<?x144xi8>,
          -> tensor<?x32x256xbf16>
   return %o : tensor<?x32x256xbf16>
 }
+
+// -----
+
+// A paged mxfp4 cache: data and scales flattened to rows of the pool, each
+// sequence's length from its page count and last page length, each
+// position's row from the page table.
+// CHECK-LABEL: func @paged_mxfp4
+// CHECK: %[[ROWS:.+]] = tensor.collapse_shape %{{.+}} {{\[\[}}0, 1], [2]] : tensor<?x16x288xi8> into tensor<?x288xi8>
+// CHECK: %[[SCALES:.+]] = tensor.collapse_shape %{{.+}} {{\[\[}}0, 1], [2]] : tensor<?x16x18xf8E8M0FNU> into tensor<?x18xf8E8M0FNU>
+// CHECK: scf.for %[[SEQ:[a-z0-9]+]] =
+// CHECK:   tensor.extract %[[LAST:.+]][%[[SEQ]]] : tensor<?xi32>
+// CHECK:   linalg.generic
+// CHECK:     tensor.extract %[[IDX:.+]][%{{.+}}] : tensor<?xi32>
+// CHECK:     %[[ROW:.+]] = arith.addi
+// CHECK:     tensor.extract %[[ROWS]][%[[ROW]], %{{.+}}] : tensor<?x288xi8>
+// CHECK:     tensor.extract %[[SCALES]][%[[ROW]], %{{.+}}] : tensor<?x18xf8E8M0FNU>
+func.func @paged_mxfp4(%q: tensor<?x16x576xbf16>, %kv: tensor<?x16x288xi8>,
+                       %s: tensor<?x16x18xf8E8M0FNU>, %qo: tensor<?xi32>,
+                       %kvp: tensor<?xi32>, %idx: tensor<?xi32>,
+                       %last: tensor<?xi32>) -> tensor<?x16x512xbf16> {
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x16x288xi8>)
+         scale(%s : tensor<?x16x18xf8E8M0FNU>)
+         indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+         pages(%idx, %last : tensor<?xi32>, tensor<?xi32>)
+         {kv_format = #mla.kv_format<mxfp4>} -> tensor<?x16x512xbf16>
+  return %o : tensor<?x16x512xbf16>
+}

@@ -34,3 +34,29 @@ func.func @bf16_no_lse(%q: tensor<?x32x576xbf16>, %kv: tensor<?x576xbf16>,
          {kv_format = #mla.kv_format<bf16>} -> tensor<?x32x512xbf16>
   return %o : tensor<?x32x512xbf16>
 }
+
+// -----
+
+// A paged cache: the planner balances positions, counted from the page
+// table ((pages - 1) * P + last, last clamped into 1..P, 0 without pages);
+// the partial decode reads the pages.
+// CHECK-LABEL: func @paged
+// CHECK-SAME: (%[[Q:.+]]: tensor<?x16x576xbf16>, %[[KV:.+]]: tensor<?x16x576xbf16>, %[[QO:.+]]: tensor<?xi32>, %[[KVP:.+]]: tensor<?xi32>, %[[IDX:.+]]: tensor<?xi32>, %[[LAST:.+]]: tensor<?xi32>)
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: %[[POS:.+]]:2 = scf.for
+// CHECK:   tensor.extract %[[LAST]]
+// CHECK:   arith.minsi %{{.+}}, %c16
+// CHECK:   arith.muli %{{.+}}, %c16
+// CHECK:   arith.select
+// CHECK: mla.plan_splits %[[POS]]#0
+// CHECK: mla.partial_decode q(%[[Q]] : tensor<?x16x576xbf16>) kv(%[[KV]] : tensor<?x16x576xbf16>) indptr(%[[QO]], %[[KVP]] : tensor<?xi32>, tensor<?xi32>) pages(%[[IDX]], %[[LAST]] : tensor<?xi32>, tensor<?xi32>) work(
+func.func @paged(%q: tensor<?x16x576xbf16>, %kv: tensor<?x16x576xbf16>,
+                 %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %idx: tensor<?xi32>,
+                 %last: tensor<?xi32>) -> tensor<?x16x512xbf16> {
+  // expected-error @+1 {{needs 'mla.target' and 'mla.config' to be split}}
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x16x576xbf16>)
+         indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+         pages(%idx, %last : tensor<?xi32>, tensor<?xi32>)
+         {kv_format = #mla.kv_format<bf16>} -> tensor<?x16x512xbf16>
+  return %o : tensor<?x16x512xbf16>
+}

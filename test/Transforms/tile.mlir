@@ -14,12 +14,15 @@
 // CHECK:   %[[BEGIN:.+]] = arith.index_cast
 // CHECK:   %[[END:.+]] = arith.index_cast
 // CHECK:   %[[SLOT:.+]] = arith.index_cast
-// The item's last cache row bounds every load.
-// CHECK:   %[[LASTEND:.+]] = arith.addi %{{.+}}, %[[END]]
-// CHECK:   %[[LAST:.+]] = arith.subi %[[LASTEND]], %c1
+// The sequence's first cache row; the item's last position bounds every load.
+// CHECK:   %[[FIRSTI32:.+]] = tensor.extract %arg3[%[[SEQ]]] : tensor<?xi32>
+// CHECK:   %[[FIRST:.+]] = arith.index_cast %[[FIRSTI32]] : i32 to index
+// CHECK:   %[[LAST:.+]] = arith.subi %[[END]], %c1
 // CHECK:   scf.for %[[T0:.+]] = %[[BEGIN]] to %[[END]] step %c16 iter_args(%[[M:.+]] = %{{.+}}, %[[L:.+]] = %{{.+}}, %[[ACC:.+]] = %{{.+}}) -> (tensor<?x16xf32>, tensor<?x16xf64>, tensor<?x16x512xf32>)
 // CHECK:     %[[TILE:.+]] = linalg.generic {{.+}} outs(%{{.+}} : tensor<16x576xf32>)
-// CHECK:       arith.minsi %{{.+}}, %[[LAST]] : index
+// CHECK:       %[[CLAMPED:.+]] = arith.minsi %{{.+}}, %[[LAST]] : index
+// CHECK:       %[[ROW:.+]] = arith.addi %[[FIRST]], %[[CLAMPED]] : index
+// CHECK:       tensor.extract %{{.+}}[%[[ROW]], %{{.+}}] : tensor<?x576xbf16>
 // CHECK:       arith.extf %{{.+}} : bf16 to f32
 // CHECK:     linalg.generic {{.+}} ins(%{{.+}}, %[[TILE]] : tensor<?x16x576xbf16>, tensor<16x576xf32>) outs(%{{.+}} : tensor<?x16x16xf32>)
 // Tail mask (pos < end) and causal mask, both.
@@ -55,6 +58,41 @@ func.func @partial(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xbf16>,
       indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) work(%items : tensor<?x4xi32>)
       {kv_format = #mla.kv_format<bf16>,
        config = #mla.config<kv_tile = 16, heads_per_workgroup = 16, waves_per_workgroup = 4,
+                            pipeline_stages = 2, split_policy = balanced>}
+      -> tensor<?x4x16x512xf32>, tensor<?x4x16xf32>
+  return %po, %pl : tensor<?x4x16x512xf32>, tensor<?x4x16xf32>
+}
+
+// A paged cache is read as rows of the flattened pool: position p of the
+// sequence is row p mod P of page kv_indices[first + p / P], the page id
+// clamped into the pool (a bad table never reads outside it).
+// CHECK-LABEL: func @paged
+// CHECK: %[[ROWS:.+]] = tensor.collapse_shape %[[KV:.+]] {{\[\[}}0, 1], [2]] : tensor<?x16x576xbf16> into tensor<?x576xbf16>
+// CHECK: scf.for
+// CHECK:   scf.for
+// CHECK:     linalg.generic {{.+}} outs(%{{.+}} : tensor<32x576xf32>)
+// CHECK:       %[[POS:.+]] = arith.minsi
+// CHECK:       %[[PAGE:.+]] = arith.divui %[[POS]], %{{.+}} : index
+// CHECK:       %[[ENTRY:.+]] = arith.addi %{{.+}}, %[[PAGE]] : index
+// CHECK:       %[[NPAGES:.+]] = tensor.dim %[[KV]], %{{.+}} : tensor<?x16x576xbf16>
+// CHECK:       %[[LASTPAGE:.+]] = arith.subi %[[NPAGES]], %{{.+}} : index
+// CHECK:       %[[ID:.+]] = tensor.extract %{{.+}}[%[[ENTRY]]] : tensor<?xi32>
+// CHECK:       %[[IDX:.+]] = arith.index_cast %[[ID]]
+// CHECK:       %[[HI:.+]] = arith.minsi %[[IDX]], %[[LASTPAGE]] : index
+// CHECK:       %[[CLAMPED:.+]] = arith.maxsi %[[HI]], %{{.+}} : index
+// CHECK:       %[[OFF:.+]] = arith.remui %[[POS]], %{{.+}} : index
+// CHECK:       %[[BASE:.+]] = arith.muli %[[CLAMPED]], %{{.+}} : index
+// CHECK:       %[[ROW:.+]] = arith.addi %[[BASE]], %[[OFF]] : index
+// CHECK:       tensor.extract %[[ROWS]][%[[ROW]], %{{.+}}] : tensor<?x576xbf16>
+func.func @paged(%q: tensor<?x16x576xbf16>, %kv: tensor<?x16x576xbf16>,
+                 %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %idx: tensor<?xi32>,
+                 %last: tensor<?xi32>, %items: tensor<?x4xi32>)
+    -> (tensor<?x4x16x512xf32>, tensor<?x4x16xf32>) {
+  %po, %pl = mla.partial_decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x16x576xbf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) pages(%idx, %last : tensor<?xi32>, tensor<?xi32>)
+      work(%items : tensor<?x4xi32>)
+      {kv_format = #mla.kv_format<bf16>,
+       config = #mla.config<kv_tile = 32, heads_per_workgroup = 16, waves_per_workgroup = 4,
                             pipeline_stages = 2, split_policy = balanced>}
       -> tensor<?x4x16x512xf32>, tensor<?x4x16xf32>
   return %po, %pl : tensor<?x4x16x512xf32>, tensor<?x4x16xf32>

@@ -32,6 +32,9 @@ struct KernelSignature {
   CacheFormat format;
   int64_t numHeads, qkDim, vDim;
   double smScale = 0.0; // 0: the op's default
+  /// > 0: a paged cache of this many rows per page (a power of two, at
+  /// most 256); 0: contiguous.
+  int64_t pageSize = 0;
   /// The reference form's pipeline (the cpu backend).
   HostPipeline pipeline = HostPipeline::Decompose;
   /// Target, splits, tile and the other config choices: every form is

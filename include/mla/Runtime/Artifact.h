@@ -64,6 +64,7 @@ struct Artifact {
   CacheFormat format = CacheFormat::FP8;
   int64_t numHeads = 0, qkDim = 0, vDim = 0;
   double smScale = 0.0; // 0: the op's default 1/sqrt(qkDim)
+  int64_t pageSize = 0; // rows per page of a paged cache; 0: contiguous
   std::string config;   // the #mla.config the kernels were built with
   // Split planning: N work items per sequence (0: the balanced planner).
   int64_t forcedSplits = 0;

@@ -94,7 +94,7 @@ func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xbf16>, %qo: tensor<?xi
 
 // kv of rank 3
 func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x1x576xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>) {
-  // expected-error @+1 {{kv must have rank 2 [N, row width], got rank 3}}
+  // expected-error @+1 {{kv must have rank 2 [N, row width] (rank 3 [num_pages, P, row width] with pages(...)), got rank 3}}
   %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x1x576xbf16>)
       indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) {kv_format = #mla.kv_format<bf16>} -> tensor<?x16x512xbf16>
   return
@@ -338,5 +338,82 @@ func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xbf16>, %qo: tensor<?xi
   // expected-error @+2 {{failed to parse MLA_KVFormatAttr parameter 'value'}}
   %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xbf16>)
       indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) {kv_format = #mla.kv_format<int4>} -> tensor<?x16x512xbf16>
+  return
+}
+
+// -----
+
+// a page table with a contiguous cache
+func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %idx: tensor<?xi32>, %last: tensor<?xi32>) {
+  // expected-error @+1 {{a paged kv must have rank 3 [num_pages, P, row width], got rank 2}}
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xbf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) pages(%idx, %last : tensor<?xi32>, tensor<?xi32>)
+      {kv_format = #mla.kv_format<bf16>} -> tensor<?x16x512xbf16>
+  return
+}
+
+// -----
+
+// a page size that is not a power of two
+func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x48x576xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %idx: tensor<?xi32>, %last: tensor<?xi32>) {
+  // expected-error @+1 {{page size P = kv's dimension 1 must be a static power of two in 1..256, got [?, 48, 576]}}
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x48x576xbf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) pages(%idx, %last : tensor<?xi32>, tensor<?xi32>)
+      {kv_format = #mla.kv_format<bf16>} -> tensor<?x16x512xbf16>
+  return
+}
+
+// -----
+
+// a dynamic page size
+func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x?x576xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %idx: tensor<?xi32>, %last: tensor<?xi32>) {
+  // expected-error @+1 {{page size P = kv's dimension 1 must be a static power of two in 1..256, got [?, ?, 576]}}
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x?x576xbf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) pages(%idx, %last : tensor<?xi32>, tensor<?xi32>)
+      {kv_format = #mla.kv_format<bf16>} -> tensor<?x16x512xbf16>
+  return
+}
+
+// -----
+
+// pages of 512 rows
+func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x512x576xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %idx: tensor<?xi32>, %last: tensor<?xi32>) {
+  // expected-error @+1 {{page size P = kv's dimension 1 must be a static power of two in 1..256, got [?, 512, 576]}}
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x512x576xbf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) pages(%idx, %last : tensor<?xi32>, tensor<?xi32>)
+      {kv_format = #mla.kv_format<bf16>} -> tensor<?x16x512xbf16>
+  return
+}
+
+// -----
+
+// a 2-D page table
+func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x16x576xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %idx: tensor<?x2xi32>, %last: tensor<?xi32>) {
+  // expected-error @+1 {{kv_indices must be 1-D}}
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x16x576xbf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) pages(%idx, %last : tensor<?x2xi32>, tensor<?xi32>)
+      {kv_format = #mla.kv_format<bf16>} -> tensor<?x16x512xbf16>
+  return
+}
+
+// -----
+
+// paged mxfp4 with contiguous scales
+func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x16x288xi8>, %s: tensor<?x18xf8E8M0FNU>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %idx: tensor<?xi32>, %last: tensor<?xi32>) {
+  // expected-error @+1 {{mxfp4 kv_scale must have shape [num_pages, P, Dqk/32] = [?, 16, 18], got [?, 18]}}
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x16x288xi8>) scale(%s : tensor<?x18xf8E8M0FNU>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) pages(%idx, %last : tensor<?xi32>, tensor<?xi32>)
+      {kv_format = #mla.kv_format<mxfp4>} -> tensor<?x16x512xbf16>
+  return
+}
+
+// -----
+
+// page ids of i64
+func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x16x576xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %idx: tensor<?xi64>, %last: tensor<?xi32>) {
+  // expected-error @+1 {{operand #4 must be ranked tensor of 32-bit signless integer values}}
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x16x576xbf16>)
+      indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>) pages(%idx, %last : tensor<?xi64>, tensor<?xi32>)
+      {kv_format = #mla.kv_format<bf16>} -> tensor<?x16x512xbf16>
   return
 }

@@ -46,3 +46,35 @@ func.func @mxfp4_kv_static(%q: tensor<4x32x256xbf16>, %kv: tensor<100x128xi8>,
          -> tensor<4x32x192xbf16>
   return %o : tensor<4x32x192xbf16>
 }
+
+// -----
+
+// A paged cache: kv [num_pages, P, row], the page table after the indptrs.
+// CHECK-LABEL: func @paged_fp8
+// CHECK: mla.decode q({{.+}}) kv(%{{.+}} : tensor<?x16x576xf8E4M3FN>) scale(%{{.+}} : tensor<1xf32>) indptr({{.+}}) pages(%{{.+}}, %{{.+}} : tensor<?xi32>, tensor<?xi32>) {kv_format = #mla.kv_format<fp8>} -> tensor<?x16x512xbf16>
+func.func @paged_fp8(%q: tensor<?x16x576xbf16>, %kv: tensor<?x16x576xf8E4M3FN>,
+                     %s: tensor<1xf32>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>,
+                     %idx: tensor<?xi32>, %last: tensor<?xi32>) -> tensor<?x16x512xbf16> {
+  %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x16x576xf8E4M3FN>)
+         scale(%s : tensor<1xf32>)
+         indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+         pages(%idx, %last : tensor<?xi32>, tensor<?xi32>)
+         {kv_format = #mla.kv_format<fp8>} -> tensor<?x16x512xbf16>
+  return %o : tensor<?x16x512xbf16>
+}
+
+// -----
+
+// mxfp4 pages of one row: the scales are paged alike.
+// CHECK-LABEL: func @paged_mxfp4
+// CHECK: mla.decode q({{.+}}) kv(%{{.+}} : tensor<?x1x288xi8>) scale(%{{.+}} : tensor<?x1x18xf8E8M0FNU>) indptr({{.+}}) pages({{.+}})
+func.func @paged_mxfp4(%q: tensor<?x32x576xbf16>, %kv: tensor<?x1x288xi8>,
+                       %s: tensor<?x1x18xf8E8M0FNU>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>,
+                       %idx: tensor<?xi32>, %last: tensor<?xi32>) -> tensor<?x32x512xbf16> {
+  %o = mla.decode q(%q : tensor<?x32x576xbf16>) kv(%kv : tensor<?x1x288xi8>)
+         scale(%s : tensor<?x1x18xf8E8M0FNU>)
+         indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
+         pages(%idx, %last : tensor<?xi32>, tensor<?xi32>)
+         {kv_format = #mla.kv_format<mxfp4>} -> tensor<?x32x512xbf16>
+  return %o : tensor<?x32x512xbf16>
+}

@@ -73,10 +73,43 @@ struct AttentionShape {
   int64_t numTokens, numHeads, qkDim, vDim, numRows;
 };
 
+/// A paged cache's page table: both operands or neither, 1-D i32, and a
+/// static power-of-two page size of at most 256 rows.
+LogicalResult verifyPages(Operation *op, RankedTensorType kvType,
+                          Value indices, Value lastPageLen) {
+  if (static_cast<bool>(indices) != static_cast<bool>(lastPageLen))
+    return op->emitOpError(
+        "a paged cache needs both kv_indices and kv_last_page_len");
+  if (!indices) {
+    if (kvType.getRank() != 2)
+      return op->emitOpError("kv must have rank 2 [N, row width] (rank 3 "
+                             "[num_pages, P, row width] with pages(...)), "
+                             "got rank ")
+             << kvType.getRank();
+    return success();
+  }
+  for (auto [value, name] : {std::pair{indices, "kv_indices"},
+                             std::pair{lastPageLen, "kv_last_page_len"}})
+    if (cast<RankedTensorType>(value.getType()).getRank() != 1)
+      return op->emitOpError(name) << " must be 1-D";
+  if (kvType.getRank() != 3)
+    return op->emitOpError("a paged kv must have rank 3 [num_pages, P, row "
+                           "width], got rank ")
+           << kvType.getRank();
+  int64_t pageSize = kvType.getDimSize(1);
+  if (ShapedType::isDynamic(pageSize) || pageSize < 1 || pageSize > 256 ||
+      !llvm::isPowerOf2_64(pageSize))
+    return op->emitOpError("page size P = kv's dimension 1 must be a static "
+                           "power of two in 1..256, got ")
+           << formatShape(kvType.getShape());
+  return success();
+}
+
 /// Verification shared by mla.decode and mla.partial_decode: q, kv, the
-/// scale, the indptrs and the attributes.
+/// scale, the page table, the indptrs and the attributes.
 LogicalResult verifyAttentionInputs(Operation *op, RankedTensorType qType,
                                     RankedTensorType kvType, Value scale,
+                                    Value indices, Value lastPageLen,
                                     RankedTensorType qoType,
                                     RankedTensorType kvpType, KVFormat format,
                                     int64_t vDim,
@@ -119,10 +152,11 @@ LogicalResult verifyAttentionInputs(Operation *op, RankedTensorType qType,
              << s;
   }
 
-  // kv: element type and row width per format.
-  if (kvType.getRank() != 2)
-    return emitOpError("kv must have rank 2 [N, row width], got rank ")
-           << kvType.getRank();
+  // kv: element type and row width per format; paged, a page table.
+  if (failed(verifyPages(op, kvType, indices, lastPageLen)))
+    return failure();
+  // The rows before the width: [N] or [num_pages, P].
+  ArrayRef<int64_t> rowDims = kvType.getShape().drop_back();
   Type kvElem = kvType.getElementType();
   Type expectedElem;
   int64_t expectedWidth = qkDim;
@@ -143,7 +177,7 @@ LogicalResult verifyAttentionInputs(Operation *op, RankedTensorType qType,
     return emitOpError("kv_format ")
            << formatName << " requires kv elements of type " << expectedElem
            << ", got " << kvElem;
-  int64_t kvWidth = kvType.getDimSize(1);
+  int64_t kvWidth = kvType.getShape().back();
   if (kvWidth != expectedWidth) {
     if (format == KVFormat::mxfp4)
       return emitOpError("mxfp4 kv rows must hold Dqk/2 = ")
@@ -154,6 +188,8 @@ LogicalResult verifyAttentionInputs(Operation *op, RankedTensorType qType,
            << " does not match q head dim Dqk = " << qkDim;
   }
   int64_t numRows = kvType.getDimSize(0);
+  for (int64_t d : rowDims.drop_front())
+    numRows = ShapedType::isDynamic(numRows) ? numRows : numRows * d;
 
   // kv_scale: absent for bf16, per-tensor for fp8, per 32 elements for mxfp4.
   switch (format) {
@@ -180,11 +216,13 @@ LogicalResult verifyAttentionInputs(Operation *op, RankedTensorType qType,
     if (!isa<Float8E8M0FNUType>(scaleType.getElementType()))
       return emitOpError("mxfp4 kv_scale elements must be f8E8M0FNU, got ")
              << scaleType.getElementType();
-    SmallVector<int64_t> expected = {numRows, qkDim / 32};
-    if (scaleType.getRank() != 2 ||
+    SmallVector<int64_t> expected(rowDims);
+    expected.push_back(qkDim / 32);
+    if (scaleType.getRank() != (int64_t)expected.size() ||
         !shapesCompatible(scaleType.getShape(), expected) ||
-        ShapedType::isDynamic(scaleType.getDimSize(1)))
-      return emitOpError("mxfp4 kv_scale must have shape [N, Dqk/32] = ")
+        ShapedType::isDynamic(scaleType.getShape().back()))
+      return emitOpError("mxfp4 kv_scale must have shape ")
+             << (indices ? "[num_pages, P, Dqk/32]" : "[N, Dqk/32]") << " = "
              << formatShape(expected) << ", got "
              << formatShape(scaleType.getShape());
     break;
@@ -213,10 +251,11 @@ LogicalResult verifyAttentionInputs(Operation *op, RankedTensorType qType,
 
 LogicalResult DecodeOp::verify() {
   AttentionShape shape;
-  if (failed(verifyAttentionInputs(
-          *this, getQ().getType(), getKv().getType(), getKvScale(),
-          getQoIndptr().getType(), getKvIndptr().getType(), getKvFormat(),
-          getVHeadDim(), getSmScale(), shape)))
+  if (failed(verifyAttentionInputs(*this, getQ().getType(), getKv().getType(),
+                                   getKvScale(), getKvIndices(),
+                                   getKvLastPageLen(), getQoIndptr().getType(),
+                                   getKvIndptr().getType(), getKvFormat(),
+                                   getVHeadDim(), getSmScale(), shape)))
     return failure();
   int64_t numTokens = shape.numTokens, numHeads = shape.numHeads,
           vDim = shape.vDim;
@@ -271,10 +310,11 @@ LogicalResult PlanSplitsOp::verify() {
 
 LogicalResult PartialDecodeOp::verify() {
   AttentionShape shape;
-  if (failed(verifyAttentionInputs(
-          *this, getQ().getType(), getKv().getType(), getKvScale(),
-          getQoIndptr().getType(), getKvIndptr().getType(), getKvFormat(),
-          getVHeadDim(), getSmScale(), shape)))
+  if (failed(verifyAttentionInputs(*this, getQ().getType(), getKv().getType(),
+                                   getKvScale(), getKvIndices(),
+                                   getKvLastPageLen(), getQoIndptr().getType(),
+                                   getKvIndptr().getType(), getKvFormat(),
+                                   getVHeadDim(), getSmScale(), shape)))
     return failure();
   RankedTensorType items = getWorkItems().getType();
   if (items.getRank() != 2 || items.getDimSize(1) != 4)

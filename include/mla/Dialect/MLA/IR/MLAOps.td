@@ -13,7 +13,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 class MLA_Op<string mnemonic, list<Trait> traits = []>
     : Op<MLA_Dialect, mnemonic, traits>;
 
-def MLA_DecodeOp : MLA_Op<"decode", [Pure]> {
+def MLA_DecodeOp : MLA_Op<"decode", [Pure, AttrSizedOperandSegments]> {
   let summary = "multi-head latent attention, decode phase (absorbed form)";
   let description = [{
     Attention of a batch of query tokens over a shared latent KV cache with a
@@ -31,6 +31,15 @@ def MLA_DecodeOp : MLA_Op<"decode", [Pure]> {
     - `kv_scale`: absent for `bf16`; `f32 [1]` (per-tensor) for `fp8`;
       `f8E8M0FNU [N, Dqk/32]` (one power-of-two scale per 32 elements) for
       `mxfp4`.
+    - Paged caches (`pages(kv_indices, kv_last_page_len)`): `kv` is
+      `[num_pages, P, row]` (mxfp4's `kv_scale` `[num_pages, P, Dqk/32]`),
+      P a static power of two 1..256; `kv_indptr` counts pages: sequence b
+      owns the pages `kv_indices[kv_indptr[b] .. kv_indptr[b+1])` (i32 page
+      ids), its last page filled to `kv_last_page_len[b]` rows (`[B]` i32,
+      1..P; 0 for a sequence without pages), so it has
+      `(pages - 1) * P + last` positions; position p is row `p mod P` of page
+      `kv_indices[kv_indptr[b] + p / P]`. Ids are clamped into the pool and
+      `kv_last_page_len` into 1..P, so no table reads outside the cache.
 
     Attributes: `kv_format`; `v_head_dim` Dv (default 512, a multiple of 32,
     at most Dqk); `sm_scale` (default `1/sqrt(Dqk)`).
@@ -74,6 +83,8 @@ def MLA_DecodeOp : MLA_Op<"decode", [Pure]> {
     RankedTensorOf<[I32]>:$qo_indptr,
     RankedTensorOf<[I32]>:$kv_indptr,
     Optional<RankedTensorOf<[F32, F8E8M0FNU]>>:$kv_scale,
+    Optional<RankedTensorOf<[I32]>>:$kv_indices,
+    Optional<RankedTensorOf<[I32]>>:$kv_last_page_len,
     MLA_KVFormatAttr:$kv_format,
     DefaultValuedAttr<I64Attr, "512">:$v_head_dim,
     OptionalAttr<F32Attr>:$sm_scale
@@ -88,6 +99,7 @@ def MLA_DecodeOp : MLA_Op<"decode", [Pure]> {
     `kv` `(` $kv `:` type($kv) `)`
     (`scale` `(` $kv_scale^ `:` type($kv_scale) `)`)?
     `indptr` `(` $qo_indptr `,` $kv_indptr `:` type($qo_indptr) `,` type($kv_indptr) `)`
+    (`pages` `(` $kv_indices^ `,` $kv_last_page_len `:` type($kv_indices) `,` type($kv_last_page_len) `)`)?
     attr-dict `->` type($out) (`,` type($lse)^)?
   }];
 
@@ -98,6 +110,11 @@ def MLA_DecodeOp : MLA_Op<"decode", [Pure]> {
     int64_t getQKHeadDim() { return getQ().getType().getDimSize(2); }
     /// The softmax scale, with its default 1/sqrt(Dqk) applied.
     double getEffectiveSmScale();
+    /// Whether the cache is paged, and its rows per page (0: contiguous).
+    bool isPaged() { return static_cast<bool>(getKvIndices()); }
+    int64_t getPageSize() {
+      return isPaged() ? getKv().getType().getDimSize(1) : 0;
+    }
   }];
 
   let hasVerifier = 1;
@@ -142,7 +159,8 @@ def MLA_PlanSplitsOp : MLA_Op<"plan_splits", [Pure]> {
   }];
 }
 
-def MLA_PartialDecodeOp : MLA_Op<"partial_decode", [Pure]> {
+def MLA_PartialDecodeOp : MLA_Op<"partial_decode",
+                                 [Pure, AttrSizedOperandSegments]> {
   let summary = "attention of each sequence over one work item's KV range";
   let description = [{
     For every row `(b, kv_begin, kv_end, slot)` of `work_items`, the
@@ -156,8 +174,9 @@ def MLA_PartialDecodeOp : MLA_Op<"partial_decode", [Pure]> {
       over those positions; `-inf` (and a zero output) when the token sees
       none of them — an empty item contributes nothing to the combine.
 
-    Rows `i >= q_len` of a slot are unspecified. Operands and attributes are
-    those of `mla.decode`; `config` carries the KV tile for `mla-tile`.
+    Rows `i >= q_len` of a slot are unspecified. Operands (paged caches
+    too) and attributes are those of `mla.decode`; `config` carries the KV
+    tile for `mla-tile`.
   }];
   let arguments = (ins
     RankedTensorOf<[BF16]>:$q,
@@ -166,6 +185,8 @@ def MLA_PartialDecodeOp : MLA_Op<"partial_decode", [Pure]> {
     RankedTensorOf<[I32]>:$kv_indptr,
     RankedTensorOf<[I32]>:$work_items,
     Optional<RankedTensorOf<[F32, F8E8M0FNU]>>:$kv_scale,
+    Optional<RankedTensorOf<[I32]>>:$kv_indices,
+    Optional<RankedTensorOf<[I32]>>:$kv_last_page_len,
     MLA_KVFormatAttr:$kv_format,
     DefaultValuedAttr<I64Attr, "512">:$v_head_dim,
     OptionalAttr<F32Attr>:$sm_scale,
@@ -180,6 +201,7 @@ def MLA_PartialDecodeOp : MLA_Op<"partial_decode", [Pure]> {
     `kv` `(` $kv `:` type($kv) `)`
     (`scale` `(` $kv_scale^ `:` type($kv_scale) `)`)?
     `indptr` `(` $qo_indptr `,` $kv_indptr `:` type($qo_indptr) `,` type($kv_indptr) `)`
+    (`pages` `(` $kv_indices^ `,` $kv_last_page_len `:` type($kv_indices) `,` type($kv_last_page_len) `)`)?
     `work` `(` $work_items `:` type($work_items) `)`
     attr-dict `->` type($partial_out) `,` type($partial_lse)
   }];
@@ -187,6 +209,11 @@ def MLA_PartialDecodeOp : MLA_Op<"partial_decode", [Pure]> {
     int64_t getNumHeads() { return getQ().getType().getDimSize(1); }
     int64_t getQKHeadDim() { return getQ().getType().getDimSize(2); }
     double getEffectiveSmScale();
+    /// Whether the cache is paged, and its rows per page (0: contiguous).
+    bool isPaged() { return static_cast<bool>(getKvIndices()); }
+    int64_t getPageSize() {
+      return isPaged() ? getKv().getType().getDimSize(1) : 0;
+    }
   }];
   let hasVerifier = 1;
 }
