@@ -14,6 +14,7 @@
 #include "mla/Runtime/SplitPlanner.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -44,6 +45,8 @@ struct mla_kernel_s {
 struct mla_plan_s {
   mla_kernel kernel;
   int32_t numSeqs = 0, numTokens = 0, numKVRows = 0, numWorkItems = 0;
+  // Paged: the pages the batch's page table lists (kv_indptr[num_seqs]).
+  int32_t numKVIndices = 0;
   std::vector<int32_t> workList; // items [I][4], then item_indptr [B + 1]
   size_t partialLseOffset = 0, workspaceBytes = 0;
 };
@@ -244,32 +247,29 @@ mla_status mla_kernel_get_info(mla_kernel kernel, mla_kernel_info *info) {
       a.smScale > 0.0 ? a.smScale : 1.0 / std::sqrt((double)a.qkDim));
   info->max_query_tokens_per_seq = static_cast<int32_t>(kMaxQueryTokens);
   std::snprintf(info->target, sizeof info->target, "%s", a.chip.c_str());
+  info->page_size = static_cast<int32_t>(a.pageSize);
   return MLA_SUCCESS;
 }
 
-mla_status mla_plan_create(mla_kernel kernel, int32_t num_seqs,
-                           const int32_t *qo_indptr, const int32_t *kv_indptr,
-                           mla_plan *plan) {
-  MLA_REQUIRE(kernel && plan && qo_indptr && kv_indptr,
-              "mla_plan_create: NULL argument");
-  *plan = nullptr;
-  MLA_REQUIRE(num_seqs >= 0, "mla_plan_create: num_seqs is negative");
-  if (qo_indptr[0] != 0 || kv_indptr[0] != 0)
-    return fail(Status::InvalidArgument,
-                "mla_plan_create: qo_indptr[0] and kv_indptr[0] must be 0");
-  std::vector<int64_t> lens;
+namespace {
+/// The query lengths (1..4 each) of a batch, or a failure naming `api`.
+mla_status queryLengths(const char *api, int32_t num_seqs,
+                        const int32_t *qo_indptr) {
+  if (qo_indptr[0] != 0)
+    return fail(Status::InvalidArgument, api, ": qo_indptr[0] must be 0");
   for (int32_t b = 0; b < num_seqs; ++b) {
     int64_t qLen = (int64_t)qo_indptr[b + 1] - qo_indptr[b];
-    int64_t kvLen = (int64_t)kv_indptr[b + 1] - kv_indptr[b];
     if (qLen < 1 || qLen > kMaxQueryTokens)
-      return fail(Status::InvalidArgument, "mla_plan_create: sequence ", b,
-                  " has ", qLen, " query tokens (1..", kMaxQueryTokens,
-                  " supported)");
-    if (kvLen < 0)
-      return fail(Status::InvalidArgument,
-                  "mla_plan_create: kv_indptr decreases at sequence ", b);
-    lens.push_back(kvLen);
+      return fail(Status::InvalidArgument, api, ": sequence ", b, " has ",
+                  qLen, " query tokens (1..", kMaxQueryTokens, " supported)");
   }
+  return MLA_SUCCESS;
+}
+
+/// Plans the batch whose sequences have `lens` cache positions.
+mla_status createPlan(mla_kernel kernel, int32_t num_seqs,
+                      const int32_t *qo_indptr,
+                      const std::vector<int64_t> &lens, mla_plan *plan) {
   const Artifact &a = kernel->artifact;
   SplitOptions options;
   options.forcedSplits = a.forcedSplits;
@@ -292,7 +292,6 @@ mla_status mla_plan_create(mla_kernel kernel, int32_t num_seqs,
   p->kernel = kernel;
   p->numSeqs = num_seqs;
   p->numTokens = qo_indptr[num_seqs];
-  p->numKVRows = kv_indptr[num_seqs];
   p->numWorkItems = static_cast<int32_t>(list->numItems());
   for (const WorkItem &item : list->items)
     p->workList.insert(p->workList.end(), {item.seq, item.kvBegin, item.kvEnd,
@@ -303,6 +302,77 @@ mla_status mla_plan_create(mla_kernel kernel, int32_t num_seqs,
   p->partialLseOffset = alignUp(partials * a.vDim * sizeof(float));
   p->workspaceBytes = p->partialLseOffset + alignUp(partials * sizeof(float));
   *plan = p.release();
+  return MLA_SUCCESS;
+}
+} // namespace
+
+mla_status mla_plan_create(mla_kernel kernel, int32_t num_seqs,
+                           const int32_t *qo_indptr, const int32_t *kv_indptr,
+                           mla_plan *plan) {
+  MLA_REQUIRE(kernel && plan && qo_indptr && kv_indptr,
+              "mla_plan_create: NULL argument");
+  *plan = nullptr;
+  MLA_REQUIRE(num_seqs >= 0, "mla_plan_create: num_seqs is negative");
+  if (kernel->artifact.pageSize > 0)
+    return fail(Status::InvalidArgument,
+                "mla_plan_create: the kernel reads a paged cache (page size ",
+                kernel->artifact.pageSize, "); use mla_plan_create_paged");
+  if (mla_status s = queryLengths("mla_plan_create", num_seqs, qo_indptr))
+    return s;
+  if (kv_indptr[0] != 0)
+    return fail(Status::InvalidArgument,
+                "mla_plan_create: kv_indptr[0] must be 0");
+  std::vector<int64_t> lens;
+  for (int32_t b = 0; b < num_seqs; ++b) {
+    int64_t kvLen = (int64_t)kv_indptr[b + 1] - kv_indptr[b];
+    if (kvLen < 0)
+      return fail(Status::InvalidArgument,
+                  "mla_plan_create: kv_indptr decreases at sequence ", b);
+    lens.push_back(kvLen);
+  }
+  if (mla_status s = createPlan(kernel, num_seqs, qo_indptr, lens, plan))
+    return s;
+  (*plan)->numKVRows = kv_indptr[num_seqs];
+  return MLA_SUCCESS;
+}
+
+mla_status mla_plan_create_paged(mla_kernel kernel, int32_t num_seqs,
+                                 const int32_t *qo_indptr,
+                                 const int32_t *kv_indptr,
+                                 const int32_t *kv_last_page_len,
+                                 mla_plan *plan) {
+  const char *api = "mla_plan_create_paged";
+  MLA_REQUIRE(kernel && plan && qo_indptr && kv_indptr && kv_last_page_len,
+              "mla_plan_create_paged: NULL argument");
+  *plan = nullptr;
+  MLA_REQUIRE(num_seqs >= 0, "mla_plan_create_paged: num_seqs is negative");
+  int64_t pageSize = kernel->artifact.pageSize;
+  if (pageSize == 0)
+    return fail(Status::InvalidArgument, api,
+                ": the kernel reads a contiguous cache; use mla_plan_create");
+  if (mla_status s = queryLengths(api, num_seqs, qo_indptr))
+    return s;
+  if (kv_indptr[0] != 0)
+    return fail(Status::InvalidArgument, api, ": kv_indptr[0] must be 0");
+  std::vector<int64_t> lens;
+  for (int32_t b = 0; b < num_seqs; ++b) {
+    int64_t pages = (int64_t)kv_indptr[b + 1] - kv_indptr[b];
+    int64_t last = kv_last_page_len[b];
+    if (pages < 0)
+      return fail(Status::InvalidArgument, api,
+                  ": kv_indptr decreases at sequence ", b);
+    if (pages > 0 ? last < 1 || last > pageSize : last != 0)
+      return fail(Status::InvalidArgument, api, ": kv_last_page_len[", b,
+                  "] = ", last, " (sequence ", b, " has ", pages,
+                  " pages: 1..", pageSize, " with pages, 0 without)");
+    lens.push_back(pages > 0 ? (pages - 1) * pageSize + last : 0);
+    if (lens.back() > INT32_MAX)
+      return fail(Status::InvalidArgument, api, ": sequence ", b, " has ",
+                  lens.back(), " cache positions (at most 2^31 - 1)");
+  }
+  if (mla_status s = createPlan(kernel, num_seqs, qo_indptr, lens, plan))
+    return s;
+  (*plan)->numKVIndices = kv_indptr[num_seqs];
   return MLA_SUCCESS;
 }
 
@@ -333,6 +403,38 @@ mla_status mla_plan_get_work_list(mla_plan plan, void *host_dst, size_t bytes) {
   return MLA_SUCCESS;
 }
 
+namespace {
+/// A paged kernel's launch names its page table and a pool of whole pages;
+/// a contiguous one names none. Page ids are not read on the host: the
+/// kernels clamp them into the pool.
+mla_status checkPages(const Artifact &a, mla_plan plan,
+                      const mla_decode_args *args) {
+  bool hasTable = args->kv_indices || args->kv_last_page_len;
+  if (a.pageSize == 0)
+    return hasTable ? fail(Status::InvalidArgument,
+                           "mla_launch: args->kv_indices and "
+                           "kv_last_page_len must be NULL for a kernel that "
+                           "reads a contiguous cache")
+                    : MLA_SUCCESS;
+  if (plan->numSeqs > 0 && !args->kv_last_page_len)
+    return fail(Status::InvalidArgument,
+                "mla_launch: args->kv_last_page_len is NULL (paged kernel)");
+  if (plan->numKVIndices > 0 && !args->kv_indices)
+    return fail(Status::InvalidArgument,
+                "mla_launch: args->kv_indices is NULL (paged kernel)");
+  if (args->num_kv_rows < 0 || args->num_kv_rows % a.pageSize != 0 ||
+      (plan->numKVIndices > 0 && args->num_kv_rows == 0))
+    return fail(Status::SizeMismatch, "mla_launch: num_kv_rows ",
+                args->num_kv_rows, " is not a positive multiple of the page "
+                "size ", a.pageSize);
+  // The kernels address a paged pool's rows in 32 bits.
+  if (args->num_kv_rows > INT32_MAX)
+    return fail(Status::SizeMismatch, "mla_launch: a paged pool of ",
+                args->num_kv_rows, " rows exceeds the kernels' 2^31 - 1");
+  return MLA_SUCCESS;
+}
+} // namespace
+
 mla_status mla_launch(mla_kernel kernel, mla_plan plan,
                       const mla_decode_args *args, void *stream) {
   MLA_REQUIRE(kernel && plan && args, "mla_launch: NULL argument");
@@ -345,6 +447,8 @@ mla_status mla_launch(mla_kernel kernel, mla_plan plan,
                 ")");
   // The cache may be a pool larger than the batch: rows past
   // kv_indptr[num_seqs] belong to no sequence and are never read.
+  if (mla_status s = checkPages(kernel->artifact, plan, args))
+    return s;
   if (args->num_kv_rows < plan->numKVRows)
     return fail(Status::SizeMismatch, "mla_launch: the cache has num_kv_rows ",
                 args->num_kv_rows, " rows; the plan's batch uses ",
@@ -368,11 +472,12 @@ mla_status mla_launch(mla_kernel kernel, mla_plan plan,
            {args->lse, "lse"}})
     if (mla_status s = missing(ptr, name))
       return s;
-  if (plan->numKVRows > 0)
+  bool readsCache = plan->numKVRows > 0 || plan->numKVIndices > 0;
+  if (readsCache)
     if (mla_status s = missing(args->kv, "kv"))
       return s;
   if (a.format == CacheFormat::FP8 ||
-      (a.format == CacheFormat::MXFP4 && plan->numKVRows > 0))
+      (a.format == CacheFormat::MXFP4 && readsCache))
     if (mla_status s = missing(args->kv_scale, "kv_scale"))
       return s;
   if (usesWorkList) {
@@ -388,6 +493,8 @@ mla_status mla_launch(mla_kernel kernel, mla_plan plan,
   b.kvScale = args->kv_scale;
   b.qoIndptr = args->qo_indptr;
   b.kvIndptr = args->kv_indptr;
+  b.kvIndices = args->kv_indices;
+  b.kvLastPageLen = args->kv_last_page_len;
   b.workItems = static_cast<const int32_t *>(args->work_list);
   b.itemIndptr = b.workItems ? b.workItems + 4 * plan->numWorkItems : nullptr;
   b.out = args->out;
@@ -401,6 +508,8 @@ mla_status mla_launch(mla_kernel kernel, mla_plan plan,
   b.numTokens = plan->numTokens;
   b.numKVRows = args->num_kv_rows;
   b.numWorkItems = plan->numWorkItems;
+  b.pageSize = a.pageSize;
+  b.numKVIndices = plan->numKVIndices;
   if (rt::Error err = kernel->loaded->launch(b, stream))
     return fail(std::move(err));
   return MLA_SUCCESS;

@@ -35,12 +35,21 @@ std::string compile(const KernelSignature &sig) {
 
 /// examples/decode_fp8.mlir compiled by mla-compile at build time (all
 /// forms): compiling takes seconds, and each test is its own process.
+std::string readArtifact(const char *path) {
+  std::ifstream file(path, std::ios::binary);
+  std::string bytes(std::istreambuf_iterator<char>(file), {});
+  EXPECT_FALSE(bytes.empty()) << "cannot read " << path;
+  return bytes;
+}
+
 const std::string &fp8Artifact() {
-  static std::string bytes = [] {
-    std::ifstream file(MLA_TEST_FP8_ARTIFACT, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(file), {});
-  }();
-  EXPECT_FALSE(bytes.empty()) << "cannot read " MLA_TEST_FP8_ARTIFACT;
+  static std::string bytes = readArtifact(MLA_TEST_FP8_ARTIFACT);
+  return bytes;
+}
+
+/// examples/decode_fp8_paged.mlir: pages of 64 rows.
+const std::string &fp8PagedArtifact() {
+  static std::string bytes = readArtifact(MLA_TEST_FP8_PAGED_ARTIFACT);
   return bytes;
 }
 
@@ -607,6 +616,92 @@ TEST(Runtime, PoolLargerThanTheBatch) {
   }
 }
 
+/// A paged kernel: planned from the page table's lengths, launched with
+/// the ids; plans and launches that mix the forms, bad last page lengths
+/// and pools that are not whole pages are refused before anything runs.
+TEST(Runtime, PagedPlansAndLaunches) {
+  GenerateOptions options;
+  options.format = CacheFormat::FP8;
+  options.kvLens = {70, 0, 200, 64};
+  options.qLen = 3;
+  options.seed = 5;
+  options.pageSize = 64;
+  auto problem = generateProblem(options);
+  ASSERT_TRUE(bool(problem)) << llvm::toString(problem.takeError());
+  DecodeProblem &p = *problem;
+  auto numSeqs = static_cast<int32_t>(p.numSeqs());
+  ReferenceResult ref = referenceDecode(p);
+  Tolerance tol = defaultTolerance(p.format);
+  tol.maxRelErr = 5e-3;
+  for (mla_backend backend : {MLA_BACKEND_EMU, MLA_BACKEND_CPU}) {
+    ContextGuard g;
+    mla_kernel kernel = nullptr;
+    ASSERT_EQ(load(backend, fp8PagedArtifact(), &g.context, &kernel),
+              MLA_SUCCESS)
+        << mla_last_error();
+    mla_kernel_info info;
+    ASSERT_EQ(mla_kernel_get_info(kernel, &info), MLA_SUCCESS);
+    EXPECT_EQ(info.page_size, 64);
+    mla_plan pl = nullptr;
+    EXPECT_EQ(mla_plan_create(kernel, numSeqs, p.qoIndptr.data(),
+                              p.kvIndptr.data(), &pl),
+              MLA_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(mla_last_error()).find("mla_plan_create_paged"),
+              std::string::npos);
+    std::vector<int32_t> badLast = p.kvLastPageLen;
+    badLast[0] = 65;
+    EXPECT_EQ(mla_plan_create_paged(kernel, numSeqs, p.qoIndptr.data(),
+                                    p.kvIndptr.data(), badLast.data(), &pl),
+              MLA_ERROR_INVALID_ARGUMENT);
+    badLast = p.kvLastPageLen;
+    badLast[1] = 1; // sequence 1 has no pages
+    EXPECT_EQ(mla_plan_create_paged(kernel, numSeqs, p.qoIndptr.data(),
+                                    p.kvIndptr.data(), badLast.data(), &pl),
+              MLA_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(pl, nullptr);
+    ASSERT_EQ(mla_plan_create_paged(kernel, numSeqs, p.qoIndptr.data(),
+                                    p.kvIndptr.data(), p.kvLastPageLen.data(),
+                                    &pl),
+              MLA_SUCCESS)
+        << mla_last_error();
+    Launchable l(pl, p);
+    l.args.kv_indices = p.kvIndices.data();
+    l.args.kv_last_page_len = p.kvLastPageLen.data();
+    mla_decode_args args = l.args;
+    args.kv_indices = nullptr;
+    EXPECT_EQ(mla_launch(kernel, pl, &args, nullptr),
+              MLA_ERROR_INVALID_ARGUMENT);
+    args = l.args;
+    args.num_kv_rows -= 1;
+    EXPECT_EQ(mla_launch(kernel, pl, &args, nullptr),
+              MLA_ERROR_SIZE_MISMATCH);
+    EXPECT_NE(std::string(mla_last_error()).find("multiple of the page size"),
+              std::string::npos)
+        << mla_last_error();
+    for (uint16_t bits : l.out)
+      ASSERT_EQ(bits, 0xFFFF);
+    ASSERT_EQ(mla_launch(kernel, pl, &l.args, nullptr), MLA_SUCCESS)
+        << mla_last_error();
+    ErrorReport report = compareWithReference(ref, l.out, l.lse, tol);
+    EXPECT_TRUE(report.passed(tol))
+        << "backend " << backend << ": rel_err " << report.relErr << ", "
+        << report.numOutOfTolerance << " elements out of tolerance";
+    mla_plan_destroy(pl);
+
+    // A contiguous kernel takes no page table.
+    mla_kernel flat = nullptr;
+    ASSERT_EQ(mla_kernel_load_memory(g.context, fp8Artifact().data(),
+                                     fp8Artifact().size(), &flat),
+              MLA_SUCCESS);
+    EXPECT_EQ(mla_plan_create_paged(flat, numSeqs, p.qoIndptr.data(),
+                                    p.kvIndptr.data(), p.kvLastPageLen.data(),
+                                    &pl),
+              MLA_ERROR_INVALID_ARGUMENT);
+    mla_kernel_destroy(flat);
+    mla_kernel_destroy(kernel);
+  }
+}
+
 /// Eight threads share one context, kernel and plan, each with its own
 /// output and workspace: every result equals the single-thread one, bit for
 /// bit, and is within the emu bar of the float64 reference.
@@ -737,6 +832,17 @@ TEST(Runtime, CppWrapper) {
   Tolerance tol = defaultTolerance(CacheFormat::FP8);
   EXPECT_TRUE(compareWithReference(referenceDecode(p), l.out, l.lse, tol)
                   .passed(tol));
+  // A paged kernel's plan, and the sizes checked before the C call.
+  rt::Kernel paged = rt::Kernel::fromMemory(context, fp8PagedArtifact().data(),
+                                            fp8PagedArtifact().size());
+  EXPECT_EQ(paged.info().page_size, 64);
+  EXPECT_EQ(rt::Plan(paged, {0, 1, 2}, {0, 2, 2}, {5, 0}).info().num_seqs, 2);
+  try {
+    rt::Plan bad(paged, {0, 1}, {0, 1}, {});
+    FAIL() << "a plan without last page lengths";
+  } catch (const rt::Error &e) {
+    EXPECT_EQ(e.status(), MLA_ERROR_INVALID_ARGUMENT);
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -136,22 +136,35 @@ llvm::Error CpuKernel::init(const Artifact &a) {
 
 llvm::Error CpuKernel::run(const rt::LaunchBuffers &b) {
   int64_t T = b.numTokens, H = numHeads, D = qkDim, N = b.numKVRows;
-  int64_t B1 = b.numSeqs + 1;
+  int64_t B1 = b.numSeqs + 1, P = b.pageSize;
+  int64_t width = format == CacheFormat::MXFP4 ? D / 2 : D;
   auto q = describe<3>(b.q, {T, H, D});
-  auto kv = describe<2>(b.kv, {N, format == CacheFormat::MXFP4 ? D / 2 : D});
+  // A paged cache is [num_pages, P, width] (mla_decode's signature).
+  auto kv = describe<2>(b.kv, {N, width});
+  auto kvPages = describe<3>(b.kv, {P ? N / P : 0, P, width});
   auto qo = describe<1>(b.qoIndptr, {B1});
   auto kvp = describe<1>(b.kvIndptr, {B1});
   auto fp8Scale = describe<1>(b.kvScale, {1});
   auto mxScale = describe<2>(b.kvScale, {N, D / 32});
+  auto mxScalePages = describe<3>(b.kvScale, {P ? N / P : 0, P, D / 32});
+  auto indices = describe<1>(b.kvIndices, {b.numKVIndices});
+  auto lastLen = describe<1>(b.kvLastPageLen, {b.numSeqs});
   auto o = describe<3>(b.out, {T, H, vDim});
   auto l = describe<2>(b.lse, {T, H});
 
-  void *qp = &q, *kvP = &kv, *qoP = &qo, *kvpP = &kvp, *oP = &o, *lP = &l;
-  void *scaleP =
-      format == CacheFormat::FP8 ? (void *)&fp8Scale : (void *)&mxScale;
+  void *qp = &q, *kvP = P ? (void *)&kvPages : (void *)&kv, *qoP = &qo,
+       *kvpP = &kvp, *oP = &o, *lP = &l, *indicesP = &indices,
+       *lastLenP = &lastLen;
+  void *scaleP = format == CacheFormat::FP8 ? (void *)&fp8Scale
+                 : P                        ? (void *)&mxScalePages
+                                            : (void *)&mxScale;
   llvm::SmallVector<void *> args = {&qp, &kvP, &qoP, &kvpP};
   if (format != CacheFormat::BF16)
     args.push_back(&scaleP);
+  if (P) {
+    args.push_back(&indicesP);
+    args.push_back(&lastLenP);
+  }
   args.push_back(&oP);
   args.push_back(&lP);
   if (llvm::Error err = engine->invokePacked("_mlir_ciface_mla_decode", args))

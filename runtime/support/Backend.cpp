@@ -19,6 +19,8 @@ Expected<const void *> LaunchBuffers::pointer(std::string_view name) const {
       {arg::kKVScale, kvScale},
       {arg::kQoIndptr, qoIndptr},
       {arg::kKVIndptr, kvIndptr},
+      {arg::kKVIndices, kvIndices},
+      {arg::kKVLastPageLen, kvLastPageLen},
       {arg::kWorkItems, workItems},
       {arg::kItemIndptr, itemIndptr},
       {arg::kOut, out},
@@ -35,6 +37,7 @@ Expected<const void *> LaunchBuffers::pointer(std::string_view name) const {
 Expected<int64_t> LaunchBuffers::resolve(std::string_view entry) const {
   return resolveDim(entry, {{dim::kTokens, numTokens},
                             {dim::kKVRows, numKVRows},
+                            {dim::kKVIndices, numKVIndices},
                             {dim::kSeqsPlusOne, numSeqs + 1},
                             {dim::kSequences, numSeqs},
                             {dim::kWorkItems, numWorkItems}});

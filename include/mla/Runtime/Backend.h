@@ -28,11 +28,13 @@ namespace mla::rt {
 struct LaunchBuffers {
   const void *q = nullptr, *kv = nullptr, *kvScale = nullptr;
   const int32_t *qoIndptr = nullptr, *kvIndptr = nullptr;
+  const int32_t *kvIndices = nullptr, *kvLastPageLen = nullptr; // paged
   const int32_t *workItems = nullptr, *itemIndptr = nullptr; // the work list
   void *out = nullptr;
   float *lse = nullptr;
   float *partialOut = nullptr, *partialLse = nullptr; // the workspace
   int64_t numSeqs = 0, numTokens = 0, numKVRows = 0, numWorkItems = 0;
+  int64_t pageSize = 0, numKVIndices = 0; // paged: P and kv_indptr[B]
 
   /// The buffer a kernel argument of the artifact names.
   rt::Expected<const void *> pointer(std::string_view argName) const;

@@ -113,6 +113,7 @@ typedef struct mla_kernel_info {
   float sm_scale;    /* as applied */
   int32_t max_query_tokens_per_seq;
   char target[32];   /* the chip the artifact was built for */
+  int32_t page_size; /* rows per page of a paged cache; 0: contiguous */
 } mla_kernel_info;
 
 mla_status mla_kernel_get_info(mla_kernel kernel, mla_kernel_info *info);
@@ -125,6 +126,14 @@ mla_status mla_kernel_get_info(mla_kernel kernel, mla_kernel_info *info);
 mla_status mla_plan_create(mla_kernel kernel, int32_t num_seqs,
                            const int32_t *qo_indptr, const int32_t *kv_indptr,
                            mla_plan *plan);
+/* The same for a paged kernel (page_size P > 0): kv_indptr counts pages
+ * and sequence b's last page holds kv_last_page_len[b] rows (1..P; 0 for a
+ * sequence without pages), so it has (pages - 1) * P + last cache rows. */
+mla_status mla_plan_create_paged(mla_kernel kernel, int32_t num_seqs,
+                                 const int32_t *qo_indptr,
+                                 const int32_t *kv_indptr,
+                                 const int32_t *kv_last_page_len,
+                                 mla_plan *plan);
 mla_status mla_plan_destroy(mla_plan plan);
 
 typedef struct mla_plan_info {
@@ -161,6 +170,12 @@ typedef struct mla_decode_args {
   int32_t num_seqs;
   int32_t num_tokens;
   int32_t num_kv_rows;
+  /* Paged kernels: kv is [num_kv_rows / P, P, row] (num_kv_rows a multiple
+   * of P), kv_indptr counts pages, kv_indices [kv_indptr[num_seqs]] holds
+   * the page ids (device), kv_last_page_len [num_seqs] (device) the rows of
+   * each sequence's last page. Must be NULL for contiguous kernels. */
+  const int32_t *kv_indices;
+  const int32_t *kv_last_page_len;
 } mla_decode_args;
 
 /* Queues the decode on `stream` (NULL: the default stream). */

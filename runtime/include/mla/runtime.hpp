@@ -118,6 +118,12 @@ public:
   Plan(const Kernel &kernel, const std::vector<int32_t> &qoIndptr,
        const std::vector<int32_t> &kvIndptr)
       : Owned(create(kernel, qoIndptr, kvIndptr)) {}
+  /// A paged kernel's plan: kvIndptr counts pages, kvLastPageLen [num_seqs]
+  /// holds the rows of each sequence's last page.
+  Plan(const Kernel &kernel, const std::vector<int32_t> &qoIndptr,
+       const std::vector<int32_t> &kvIndptr,
+       const std::vector<int32_t> &kvLastPageLen)
+      : Owned(createPaged(kernel, qoIndptr, kvIndptr, kvLastPageLen)) {}
   mla_plan_info info() const {
     mla_plan_info info;
     check(mla_plan_get_info(get(), &info));
@@ -140,6 +146,21 @@ private:
     check(mla_plan_create(kernel.get(),
                           static_cast<int32_t>(qoIndptr.size() - 1),
                           qoIndptr.data(), kvIndptr.data(), &plan));
+    return plan;
+  }
+  static mla_plan createPaged(const Kernel &kernel,
+                              const std::vector<int32_t> &qoIndptr,
+                              const std::vector<int32_t> &kvIndptr,
+                              const std::vector<int32_t> &kvLastPageLen) {
+    if (qoIndptr.empty() || qoIndptr.size() != kvIndptr.size() ||
+        kvLastPageLen.size() + 1 != qoIndptr.size())
+      throw Error(MLA_ERROR_INVALID_ARGUMENT,
+                  "the indptrs must have num_seqs + 1 entries each and "
+                  "kv_last_page_len num_seqs");
+    mla_plan plan = nullptr;
+    check(mla_plan_create_paged(
+        kernel.get(), static_cast<int32_t>(qoIndptr.size() - 1),
+        qoIndptr.data(), kvIndptr.data(), kvLastPageLen.data(), &plan));
     return plan;
   }
 };
