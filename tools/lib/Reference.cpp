@@ -20,11 +20,15 @@ ReferenceResult mla::referenceDecode(const DecodeProblem &p) {
   std::vector<double> keys, scores, qRow(Dqk);
   for (int64_t b = 0; b < p.numSeqs(); ++b) {
     int64_t q0 = p.qoIndptr[b], qLen = p.qoIndptr[b + 1] - q0;
-    int64_t k0 = p.kvIndptr[b], kvLen = p.kvIndptr[b + 1] - k0;
+    // Rows found through the page table (or the contiguous range) here,
+    // independently of the kernels' own addressing, which this checks.
+    int64_t kvLen = p.kvLength(b);
     keys.resize(kvLen * Dqk);
-    for (int64_t pos = 0; pos < kvLen; ++pos)
+    for (int64_t pos = 0; pos < kvLen; ++pos) {
+      int64_t row = p.kvRow(b, pos);
       for (int64_t d = 0; d < Dqk; ++d)
-        keys[pos * Dqk + d] = p.kvValue(k0 + pos, d);
+        keys[pos * Dqk + d] = p.kvValue(row, d);
+    }
     for (int64_t i = 0; i < qLen; ++i) {
       // Query token i sees the positions before kv_len - (q_len - 1 - i).
       int64_t visible = std::max<int64_t>(0, kvLen - (qLen - 1 - i));

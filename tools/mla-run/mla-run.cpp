@@ -65,6 +65,12 @@ static cl::opt<int64_t> spareRows(
     cl::desc("Generated inputs: a cache pool with N rows after the batch's, "
              "filled with NaN codes (never read)"),
     cl::init(0), cl::cat(category));
+static cl::opt<int64_t> pageSize(
+    "page-size",
+    cl::desc("Generated inputs: a paged cache of P rows per page (a power of "
+             "two, 1..256), the batch's pages shuffled among spare pages of "
+             "NaN codes; 0: contiguous"),
+    cl::value_desc("P"), cl::init(0), cl::cat(category));
 static cl::opt<double> smScale("sm-scale", cl::desc("Softmax scale (default 1/sqrt(Dqk))"),
                                cl::init(0.0), cl::cat(category));
 static cl::opt<std::string> saveInputs("save-inputs", cl::desc("Write the inputs as .npy to DIR"),
@@ -204,6 +210,22 @@ struct Handles {
   }
 };
 
+std::string cacheLayout(int64_t pageSize) {
+  return pageSize > 0 ? "a paged cache (P=" + std::to_string(pageSize) + ")"
+                      : std::string("a contiguous cache");
+}
+
+/// The plan of a contiguous or a paged launch (kv_indptr in pages).
+mla_status createPlan(mla_kernel kernel, const DecodeProblem &p,
+                      mla_plan *plan) {
+  int32_t B = static_cast<int32_t>(p.numSeqs());
+  if (p.paged())
+    return mla_plan_create_paged(kernel, B, p.qoIndptr.data(),
+                                 p.kvIndptr.data(), p.kvLastPageLen.data(),
+                                 plan);
+  return mla_plan_create(kernel, B, p.qoIndptr.data(), p.kvIndptr.data(), plan);
+}
+
 /// Compiles (or reads) the artifact, plans, copies the inputs to the
 /// device, launches --repeat times and copies the results back.
 llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
@@ -224,7 +246,7 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
     auto phase = phases.phase(loading);
     CHECK_MLA(mla_kernel_load_file(h.context, artifactPath.c_str(), &h.kernel),
               "loading " + artifactPath);
-    mla_kernel_info info;
+    mla_kernel_info info{};
     CHECK_MLA(mla_kernel_get_info(h.kernel, &info), "reading the artifact");
     if (info.num_heads != p.numHeads || info.qk_dim != p.qkDim ||
         info.v_dim != p.vDim || (int)info.kv_format != (int)p.format)
@@ -237,6 +259,11 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
               "; the inputs are H=" + llvm::Twine(p.numHeads) + " Dqk=" +
               llvm::Twine(p.qkDim) + " Dv=" + llvm::Twine(p.vDim) + " " +
               formatName(p.format));
+    if (info.page_size != p.pageSize)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "the artifact reads " + cacheLayout(info.page_size) +
+              "; the inputs are " + cacheLayout(p.pageSize));
     if (info.sm_scale != static_cast<float>(p.effectiveSmScale()))
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
@@ -267,9 +294,7 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
               "loading the artifact");
   }
   int32_t B = static_cast<int32_t>(p.numSeqs());
-  CHECK_MLA(mla_plan_create(h.kernel, B, p.qoIndptr.data(), p.kvIndptr.data(),
-                            &h.plan),
-            "planning");
+  CHECK_MLA(createPlan(h.kernel, p, &h.plan), "planning");
   mla_plan_info plan;
   CHECK_MLA(mla_plan_get_info(h.plan, &plan), "planning");
   std::vector<uint8_t> workList(plan.work_list_bytes);
@@ -290,12 +315,21 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
   auto scale = d.allocate(scaleBytes, scaleData, false);
   auto qo = d.allocate(p.qoIndptr.size() * 4, p.qoIndptr.data(), false);
   auto kvp = d.allocate(p.kvIndptr.size() * 4, p.kvIndptr.data(), false);
+  llvm::Expected<void *> ids = nullptr, last = nullptr;
+  if (p.paged()) {
+    // A table may hold no pages at all (every sequence empty): the launch
+    // still gets a buffer.
+    ids = d.allocate(std::max<size_t>(4, p.kvIndices.size() * 4),
+                     p.kvIndices.empty() ? nullptr : p.kvIndices.data(), false);
+    last =
+        d.allocate(p.kvLastPageLen.size() * 4, p.kvLastPageLen.data(), false);
+  }
   auto work = d.allocate(workList.size(), workList.data(), false);
   auto outBuf = d.allocate(T * H * p.vDim * 2, nullptr, true);
   auto lseBuf = d.allocate(T * H * 4, nullptr, true);
   auto workspace = d.allocate(plan.workspace_bytes, nullptr, true);
-  for (auto *buffer : {&q, &kv, &scale, &qo, &kvp, &work, &outBuf, &lseBuf,
-                       &workspace})
+  for (auto *buffer : {&q, &kv, &scale, &qo, &kvp, &ids, &last, &work, &outBuf,
+                       &lseBuf, &workspace})
     if (!*buffer)
       return buffer->takeError();
 
@@ -305,6 +339,8 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
   args.kv_scale = scaleBytes ? *scale : nullptr;
   args.qo_indptr = static_cast<const int32_t *>(*qo);
   args.kv_indptr = static_cast<const int32_t *>(*kvp);
+  args.kv_indices = static_cast<const int32_t *>(*ids); // NULL: contiguous
+  args.kv_last_page_len = static_cast<const int32_t *>(*last);
   args.work_list = *work;
   args.out = *outBuf;
   args.lse = static_cast<float *>(*lseBuf);
@@ -390,6 +426,9 @@ int main(int argc, char **argv) {
   if (spareRows != 0 && !generate)
     return fail("--spare-rows shapes generated inputs; with --inputs the "
                 "pool is kv.npy's rows");
+  if (pageSize != 0 && !generate)
+    return fail("--page-size shapes generated inputs; with --inputs the "
+                "page size is kv.npy's second dimension");
   std::optional<CacheFormat> format;
   if (!formatOpt.empty()) {
     format = parseFormat(formatOpt);
@@ -429,10 +468,11 @@ int main(int argc, char **argv) {
   if (smScale < 0.0)
     return fail("--sm-scale must be positive");
 
-  // An artifact fixes the decode: its format, heads, widths and softmax
-  // scale are the inputs' unless the flags say otherwise (and then the
-  // runtime checks that they agree).
+  // An artifact fixes the decode: its format, heads, widths, softmax scale
+  // and page size (of generated inputs) are the inputs' unless the flags say
+  // otherwise (and then the runtime checks that they agree).
   int64_t numHeads = heads, qkWidth = qkDim, vWidth = vDim;
+  int64_t rowsPerPage = pageSize;
   double scale = smScale;
   if (!artifactPath.empty()) {
     auto artifact = readArtifactFile(artifactPath);
@@ -452,6 +492,8 @@ int main(int argc, char **argv) {
       vWidth = artifact->vDim;
     if (!smScale.getNumOccurrences())
       scale = artifact->smScale;
+    if (!pageSize.getNumOccurrences())
+      rowsPerPage = artifact->pageSize;
   }
 
   DecodeProblem problem;
@@ -471,6 +513,7 @@ int main(int argc, char **argv) {
     opts.seed = seed;
     opts.qScale = qScale;
     opts.spareRows = spareRows;
+    opts.pageSize = rowsPerPage;
     auto generated = generateProblem(opts);
     if (!generated)
       return fail(generated.takeError());
@@ -502,13 +545,15 @@ int main(int argc, char **argv) {
   llvm::outs() << "mla-run: format=" << formatName(problem.format)
                << " backend=" << backend
                << " pipeline=" << (emu ? kernelArch : std::string(pipeline))
-               << " B=" << problem.numSeqs()
-               << " T=" << problem.numTokens << " H=" << problem.numHeads
-               << " N=" << problem.numRows << " Dqk=" << problem.qkDim
-               << " Dv=" << problem.vDim << "\n";
+               << " B=" << problem.numSeqs() << " T=" << problem.numTokens
+               << " H=" << problem.numHeads << " N=" << problem.numRows;
+  if (problem.paged())
+    llvm::outs() << " P=" << problem.pageSize;
+  llvm::outs() << " Dqk=" << problem.qkDim << " Dv=" << problem.vDim << "\n";
 
   KernelSignature sig{problem.format, problem.numHeads, problem.qkDim,
                       problem.vDim, problem.smScale};
+  sig.pageSize = problem.pageSize;
   if (split)
     sig.pipeline = HostPipeline::Split;
   if (split || emu)

@@ -34,9 +34,22 @@ struct DecodeProblem {
   std::vector<uint8_t> kv;  // [N, rowBytes()]: bf16 (LE), e4m3, or packed e2m1
   float fp8Scale = 1.0f;    // fp8: per-tensor scale
   std::vector<uint8_t> mxScales; // mxfp4: [N, Dqk/32] E8M0
-  std::vector<int32_t> qoIndptr, kvIndptr; // [B+1]
+  std::vector<int32_t> qoIndptr, kvIndptr; // [B+1]; kvIndptr in pages if paged
+  /// Paged caches (docs/abi.md): pageSize > 0 rows per page; the cache is
+  /// [numRows / pageSize, pageSize, row] (kv and mxScales as above, the
+  /// pages one after the other); sequence b owns the pages
+  /// kvIndices[kvIndptr[b] .. kvIndptr[b+1]), the last one filled to
+  /// kvLastPageLen[b] rows (0 when it has no pages).
+  int64_t pageSize = 0;
+  std::vector<int32_t> kvIndices, kvLastPageLen;
 
   int64_t numSeqs() const { return (int64_t)qoIndptr.size() - 1; }
+  bool paged() const { return pageSize > 0; }
+  int64_t numPages() const { return paged() ? numRows / pageSize : 0; }
+  /// Cache positions of sequence b (validated page tables only).
+  int64_t kvLength(int64_t b) const;
+  /// The cache row holding position `pos` of sequence b.
+  int64_t kvRow(int64_t b, int64_t pos) const;
   int64_t rowBytes() const;
   double effectiveSmScale() const;
   /// Dequantized element (row, col) of the cache, exactly.
@@ -56,6 +69,10 @@ struct GenerateOptions {
   /// Rows after the batch's (a cache pool larger than the batch), every
   /// byte 0xFF: NaN codes in bf16 and fp8, NaN block scales in mxfp4.
   int64_t spareRows = 0;
+  /// > 0: a paged cache of this many rows per page, the batch's pages in a
+  /// shuffled order among spare pages of NaN codes (spareRows rounds up to
+  /// whole pages, and at least one spare page is added).
+  int64_t pageSize = 0;
 };
 
 /// q and kv ~ 0.02 N(0,1) rounded to bf16; fp8 with the per-tensor scale
