@@ -117,6 +117,22 @@ def MLA_DecodeOp : MLA_Op<"decode", [Pure, AttrSizedOperandSegments]> {
     }
   }];
 
+  // A contiguous cache: the builder of the form without a page table, so
+  // embedding code written before paged caches keeps compiling.
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$out, "::mlir::Type":$lse,
+                   "::mlir::Value":$q, "::mlir::Value":$kv,
+                   "::mlir::Value":$qo_indptr, "::mlir::Value":$kv_indptr,
+                   "::mlir::Value":$kv_scale, "KVFormatAttr":$kv_format,
+                   "::mlir::IntegerAttr":$v_head_dim,
+                   "::mlir::FloatAttr":$sm_scale), [{
+      build($_builder, $_state, out, lse, q, kv, qo_indptr, kv_indptr,
+            kv_scale, /*kv_indices=*/::mlir::Value(),
+            /*kv_last_page_len=*/::mlir::Value(), kv_format, v_head_dim,
+            sm_scale);
+    }]>
+  ];
+
   let hasVerifier = 1;
 }
 
