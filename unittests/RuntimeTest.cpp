@@ -1198,6 +1198,13 @@ TEST(Runtime, LyingManifestsAreRejectedAtLoad) {
       {"huge kernarg segment",
        [](Artifact &a) { a.kernels[1].kernargBytes = int64_t(1) << 33; },
        "launch sizes out of range"},
+      {"page size not a power of two", [](Artifact &a) { a.pageSize = 48; },
+       "sizes are out of range"},
+      {"page size past 256", [](Artifact &a) { a.pageSize = 512; },
+       "sizes are out of range"},
+      {"paged, but the kernel reads a contiguous cache",
+       [](Artifact &a) { a.pageSize = 64; },
+       "decode.page_size 64 but the kernel takes no page table"},
   };
   for (const Lie &lie : lies) {
     SCOPED_TRACE(lie.what);

@@ -488,6 +488,18 @@ rt::Expected<Artifact> mla::parseArtifact(std::string_view bytes) {
   for (size_t i = 0; i < a.kernels.size(); ++i)
     if (rt::Error err = checkKernel(a.kernels[i], i))
       return err;
+  // A paged artifact's partial kernel reads the page table; a contiguous
+  // one's does not.
+  if (!a.kernels.empty()) {
+    const auto &args = a.kernels[0].args;
+    bool readsTable =
+        std::any_of(args.begin(), args.end(), [](const ArtifactKernelArg &g) {
+          return g.name == arg::kKVIndices;
+        });
+    if (readsTable != (a.pageSize > 0))
+      return invalid("decode.page_size ", a.pageSize, " but the kernel ",
+                     readsTable ? "reads" : "takes no", " page table");
+  }
   if (a.cpuPipeline != "decompose" && a.cpuPipeline != "split")
     return invalid("unknown cpu pipeline '", a.cpuPipeline, "'");
 
