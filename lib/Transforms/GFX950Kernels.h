@@ -79,11 +79,13 @@ private:
   /// (rows fit: the runtime refuses pools of 2^31 rows or more, and 32-bit
   /// row arithmetic saves the lanes' 64-bit selects). Contiguous: row =
   /// kvBegin + pos. Pages of at least a tile: a tile spans at most two
-  /// pages, whose ids the wave loads once per tile (row = base0 + pos
-  /// before `boundary`, base1 + pos from it). Smaller pages: each lane looks
-  /// its row's page up.
+  /// pages, whose ids the wave loads once per tile; positions count from
+  /// the first page's start (`start`, `lastPos` are relative to it), so a
+  /// position's bit log2(P) says which page holds it: row = base + pos,
+  /// plus `delta` in the second page. Smaller pages: each lane looks its
+  /// row's page up.
   struct TileRows {
-    mlir::Value start, lastPos, kvBegin, boundary, base0, base1;
+    mlir::Value start, lastPos, kvBegin, base, delta;
   };
   TileRows emitTileRows(mlir::OpBuilder &b, mlir::Value tileStart);
   /// The cache row of the tile's row `localRow` (clamped to the item's last

@@ -41,10 +41,13 @@ void emitIf(OpBuilder &b, Location loc, Value cond, function_ref<void()> then,
 PartialKernel::TileRows PartialKernel::emitTileRows(OpBuilder &b,
                                                      Value tileStart) {
   TileRows tile{toI32(b, tileStart), toI32(b, item.lastPos),
-                toI32(b, item.kvBegin), {}, {}, {}};
+                toI32(b, item.kvBegin), {}, {}};
   if (pageSize < kTileRows)
     return tile;
-  Value log2P = i32Const(b, llvm::Log2_64(pageSize)), one = i32Const(b, 1);
+  auto sub = [&](Value x, Value y) {
+    return arith::SubIOp::create(b, loc, x, y).getResult();
+  };
+  Value log2P = i32Const(b, llvm::Log2_64(pageSize));
   auto shl = [&](Value v) {
     return arith::ShLIOp::create(b, loc, v, log2P).getResult();
   };
@@ -52,9 +55,9 @@ PartialKernel::TileRows PartialKernel::emitTileRows(OpBuilder &b,
     return arith::ShRUIOp::create(b, loc, v, log2P).getResult();
   };
   // The tile's first page entry, and the next one unless the item ends
-  // before it (then no position reaches the boundary).
+  // before it (then no position reaches it).
   Value first = shr(tile.start);
-  Value next = arith::AddIOp::create(b, loc, first, one);
+  Value next = arith::AddIOp::create(b, loc, first, i32Const(b, 1));
   Value second = arith::MinUIOp::create(b, loc, next, shr(tile.lastPos));
   // The ids are wave-uniform and the table is read-only: through the
   // constant address space they load by the scalar unit, so the DMA's
@@ -66,14 +69,16 @@ PartialKernel::TileRows PartialKernel::emitTileRows(OpBuilder &b,
                       tableType.getLayout(),
                       b.getI64IntegerAttr(kConstantAddressSpace)),
       args.kvIndices);
-  auto pageBase = [&](Value entry) {
+  auto pageRow = [&](Value entry) {
     Value at = toIndex(b, arith::AddIOp::create(b, loc, tile.kvBegin, entry));
-    Value id = clampPage(b, KernelBuilder{b, loc}.load(table, {at}));
-    return shl(arith::SubIOp::create(b, loc, id, entry));
+    return shl(clampPage(b, KernelBuilder{b, loc}.load(table, {at})));
   };
-  tile.boundary = shl(next);
-  tile.base0 = pageBase(first);
-  tile.base1 = pageBase(second);
+  Value firstPos = shl(first);
+  tile.start = sub(tile.start, firstPos);
+  tile.lastPos = sub(tile.lastPos, firstPos);
+  tile.base = pageRow(first);
+  // The second page's rows count from P.
+  tile.delta = sub(sub(pageRow(second), i32Const(b, pageSize)), tile.base);
   return tile;
 }
 
@@ -97,11 +102,17 @@ Value PartialKernel::cacheRow(OpBuilder &b, const TileRows &tile,
   Value row;
   if (pageSize == 0) {
     row = add(tile.kvBegin, pos);
-  } else if (tile.boundary) {
-    Value before = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                         pos, tile.boundary);
-    row = add(arith::SelectOp::create(b, loc, before, tile.base0, tile.base1),
-              pos);
+  } else if (tile.delta) {
+    // All ones in the second page (pos in P..2P-1), else 0: a sign-extended
+    // bit field, no compare (a VALU compare's VCC costs wait states before
+    // the select that reads it).
+    Value inSecond = arith::ShRSIOp::create(
+        b, loc,
+        arith::ShLIOp::create(b, loc, pos,
+                              i32Const(b, 31 - llvm::Log2_64(pageSize))),
+        i32Const(b, 31));
+    row = add(add(tile.base, pos),
+              arith::AndIOp::create(b, loc, inSecond, tile.delta));
   } else {
     Value log2P = i32Const(b, llvm::Log2_64(pageSize));
     Value entry =
