@@ -56,11 +56,11 @@ CacheRows::Sequence CacheRows::sequence(OpBuilder &b, Location loc,
     return {first, count};
   // (pages - 1) * P + last, 0 without pages.
   Value zero = cIdx(b, loc, 0), one = cIdx(b, loc, 1);
-  Value last = clamp(b, loc, loadIdx(b, loc, lastPageLen, seq), one,
-                     cIdx(b, loc, pageSize));
-  Value full = arith::MulIOp::create(b, loc,
-                                     arith::SubIOp::create(b, loc, count, one),
-                                     cIdx(b, loc, pageSize));
+  Value p = cIdx(b, loc, pageSize);
+  Value lastEntry = loadIdx(b, loc, lastPageLen, seq);
+  Value last = clamp(b, loc, lastEntry, one, p);
+  Value fullPages = arith::SubIOp::create(b, loc, count, one);
+  Value full = arith::MulIOp::create(b, loc, fullPages, p);
   Value hasPages =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, count, zero);
   Value length = arith::SelectOp::create(
@@ -73,14 +73,19 @@ Value CacheRows::row(OpBuilder &b, Location loc, Value first,
   if (!paged())
     return arith::AddIOp::create(b, loc, first, pos);
   Value p = cIdx(b, loc, pageSize);
-  Value entry = arith::AddIOp::create(b, loc, first,
-                                      arith::DivUIOp::create(b, loc, pos, p));
-  Value lastPage = arith::SubIOp::create(
-      b, loc, tensor::DimOp::create(b, loc, kv, 0), cIdx(b, loc, 1));
-  Value page = clamp(b, loc, loadIdx(b, loc, indices, entry),
-                     cIdx(b, loc, 0), lastPage);
-  return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, page, p),
-                               arith::RemUIOp::create(b, loc, pos, p));
+  Value pageOfPos = arith::DivUIOp::create(b, loc, pos, p);
+  Value entry = arith::AddIOp::create(b, loc, first, pageOfPos);
+  // One op per statement: argument evaluation order would make the IR
+  // differ between compilers.
+  Value numPages = tensor::DimOp::create(b, loc, kv, 0);
+  Value one = cIdx(b, loc, 1);
+  Value lastPage = arith::SubIOp::create(b, loc, numPages, one);
+  Value id = loadIdx(b, loc, indices, entry);
+  Value zero = cIdx(b, loc, 0);
+  Value page = clamp(b, loc, id, zero, lastPage);
+  Value pageStart = arith::MulIOp::create(b, loc, page, p);
+  Value offset = arith::RemUIOp::create(b, loc, pos, p);
+  return arith::AddIOp::create(b, loc, pageStart, offset);
 }
 
 Value CacheRows::element(OpBuilder &b, Location loc, const KVDecoder &decoder,

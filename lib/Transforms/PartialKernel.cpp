@@ -285,11 +285,10 @@ Value PartialKernel::emitSequenceLength(OpBuilder &b) {
       k.sub(k.loadIndex(args.kvIndptr, {k.add(item.seq, c1)}), item.kvBegin);
   if (pageSize == 0)
     return count;
-  Value last = arith::MaxSIOp::create(
-      b, loc, k.minS(k.loadIndex(args.kvLastPageLen, {item.seq}),
-                     k.idx(pageSize)),
-      c1);
-  Value length = k.add(k.mul(k.sub(count, c1), k.idx(pageSize)), last);
+  Value p = k.idx(pageSize);
+  Value lastEntry = k.loadIndex(args.kvLastPageLen, {item.seq});
+  Value last = arith::MaxSIOp::create(b, loc, k.minS(lastEntry, p), c1);
+  Value length = k.add(k.mul(k.sub(count, c1), p), last);
   return arith::SelectOp::create(
       b, loc, k.lessThan(c0, count), length, c0);
 }

@@ -78,15 +78,16 @@ PartialKernel::TileRows PartialKernel::emitTileRows(OpBuilder &b,
   tile.lastPos = sub(tile.lastPos, firstPos);
   tile.base = pageRow(first);
   // The second page's rows count from P.
-  tile.delta = sub(sub(pageRow(second), i32Const(b, pageSize)), tile.base);
+  Value secondRow = pageRow(second);
+  tile.delta = sub(sub(secondRow, i32Const(b, pageSize)), tile.base);
   return tile;
 }
 
 Value PartialKernel::clampPage(OpBuilder &b, Value pageId) {
   KernelBuilder k{b, loc};
   // Unsigned: a negative id clamps to the last page as well.
-  Value lastPage = k.sub(
-      k.div(memref::DimOp::create(b, loc, args.kv, 0), k.idx(pageSize)), c1);
+  Value poolRows = memref::DimOp::create(b, loc, args.kv, 0);
+  Value lastPage = k.sub(k.div(poolRows, k.idx(pageSize)), c1);
   return arith::MinUIOp::create(b, loc, pageId, toI32(b, lastPage));
 }
 
@@ -97,8 +98,8 @@ Value PartialKernel::cacheRow(OpBuilder &b, const TileRows &tile,
   };
   // Rows past the item clamp to its last position (their scores are
   // masked).
-  Value pos = arith::MinSIOp::create(
-      b, loc, add(tile.start, toI32(b, localRow)), tile.lastPos);
+  Value unclamped = add(tile.start, toI32(b, localRow));
+  Value pos = arith::MinSIOp::create(b, loc, unclamped, tile.lastPos);
   Value row;
   if (pageSize == 0) {
     row = add(tile.kvBegin, pos);
@@ -106,22 +107,24 @@ Value PartialKernel::cacheRow(OpBuilder &b, const TileRows &tile,
     // All ones in the second page (pos in P..2P-1), else 0: a sign-extended
     // bit field, no compare (a VALU compare's VCC costs wait states before
     // the select that reads it).
-    Value inSecond = arith::ShRSIOp::create(
-        b, loc,
-        arith::ShLIOp::create(b, loc, pos,
-                              i32Const(b, 31 - llvm::Log2_64(pageSize))),
-        i32Const(b, 31));
-    row = add(add(tile.base, pos),
-              arith::AndIOp::create(b, loc, inSecond, tile.delta));
+    // (One op per statement keeps the IR's order compiler-independent.)
+    Value toSign = i32Const(b, 31 - llvm::Log2_64(pageSize));
+    Value bitAtSign = arith::ShLIOp::create(b, loc, pos, toSign);
+    Value inSecond =
+        arith::ShRSIOp::create(b, loc, bitAtSign, i32Const(b, 31));
+    Value firstPageRow = add(tile.base, pos);
+    Value secondOffset = arith::AndIOp::create(b, loc, inSecond, tile.delta);
+    row = add(firstPageRow, secondOffset);
   } else {
     Value log2P = i32Const(b, llvm::Log2_64(pageSize));
-    Value entry =
-        add(tile.kvBegin, arith::ShRUIOp::create(b, loc, pos, log2P));
-    Value page = clampPage(b, KernelBuilder{b, loc}.load(
-                                  args.kvIndices, {toIndex(b, entry)}));
-    row = arith::OrIOp::create(
-        b, loc, arith::ShLIOp::create(b, loc, page, log2P),
-        arith::AndIOp::create(b, loc, pos, i32Const(b, pageSize - 1)));
+    Value pageOfPos = arith::ShRUIOp::create(b, loc, pos, log2P);
+    Value entry = add(tile.kvBegin, pageOfPos);
+    Value id =
+        KernelBuilder{b, loc}.load(args.kvIndices, {toIndex(b, entry)});
+    Value pageStart = arith::ShLIOp::create(b, loc, clampPage(b, id), log2P);
+    Value offset = arith::AndIOp::create(b, loc, pos,
+                                         i32Const(b, pageSize - 1));
+    row = arith::OrIOp::create(b, loc, pageStart, offset);
   }
   return toIndex(b, row);
 }

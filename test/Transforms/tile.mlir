@@ -80,8 +80,8 @@ func.func @partial(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xbf16>,
 // CHECK:       %[[IDX:.+]] = arith.index_cast %[[ID]]
 // CHECK:       %[[HI:.+]] = arith.minsi %[[IDX]], %[[LASTPAGE]] : index
 // CHECK:       %[[CLAMPED:.+]] = arith.maxsi %[[HI]], %{{.+}} : index
-// CHECK:       %[[OFF:.+]] = arith.remui %[[POS]], %{{.+}} : index
 // CHECK:       %[[BASE:.+]] = arith.muli %[[CLAMPED]], %{{.+}} : index
+// CHECK:       %[[OFF:.+]] = arith.remui %[[POS]], %{{.+}} : index
 // CHECK:       %[[ROW:.+]] = arith.addi %[[BASE]], %[[OFF]] : index
 // CHECK:       tensor.extract %[[ROWS]][%[[ROW]], %{{.+}}] : tensor<?x576xbf16>
 func.func @paged(%q: tensor<?x16x576xbf16>, %kv: tensor<?x16x576xbf16>,
