@@ -427,10 +427,6 @@ mla_status checkPages(const Artifact &a, mla_plan plan,
     return fail(Status::SizeMismatch, "mla_launch: num_kv_rows ",
                 args->num_kv_rows, " is not a positive multiple of the page "
                 "size ", a.pageSize);
-  // The kernels address a paged pool's rows in 32 bits.
-  if (args->num_kv_rows > INT32_MAX)
-    return fail(Status::SizeMismatch, "mla_launch: a paged pool of ",
-                args->num_kv_rows, " rows exceeds the kernels' 2^31 - 1");
   return MLA_SUCCESS;
 }
 } // namespace

@@ -664,6 +664,9 @@ TEST(Runtime, PagedPlansAndLaunches) {
                                     &pl),
               MLA_SUCCESS)
         << mla_last_error();
+    mla_plan_info planInfo;
+    ASSERT_EQ(mla_plan_get_info(pl, &planInfo), MLA_SUCCESS);
+    EXPECT_EQ(planInfo.num_kv_rows, 0); // the pool's rows are the launch's
     Launchable l(pl, p);
     l.args.kv_indices = p.kvIndices.data();
     l.args.kv_last_page_len = p.kvLastPageLen.data();

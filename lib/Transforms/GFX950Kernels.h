@@ -76,8 +76,8 @@ private:
 
   // PartialKernelStaging.cpp
   /// Where a tile's positions lie in the cache, as wave-uniform i32 values
-  /// (rows fit: the runtime refuses pools of 2^31 rows or more, and 32-bit
-  /// row arithmetic saves the lanes' 64-bit selects). Contiguous: row =
+  /// (rows fit: the C API counts a cache's rows, num_kv_rows, in an
+  /// int32, and 32-bit row arithmetic saves the lanes' 64-bit selects). Contiguous: row =
   /// kvBegin + pos. Pages of at least a tile: a tile spans at most two
   /// pages, whose ids the wave loads once per tile; positions count from
   /// the first page's start (`start`, `lastPos` are relative to it), so a

@@ -139,7 +139,8 @@ mla_status mla_plan_destroy(mla_plan plan);
 typedef struct mla_plan_info {
   int32_t num_seqs;
   int32_t num_tokens;   /* T = qo_indptr[num_seqs] */
-  int32_t num_kv_rows;  /* rows the batch uses: kv_indptr[num_seqs] */
+  int32_t num_kv_rows;  /* rows the batch uses: kv_indptr[num_seqs];
+                           0 for a paged plan (kv_indptr counts pages) */
   int32_t num_work_items;
   size_t work_list_bytes; /* the device buffer mla_launch reads */
   size_t workspace_bytes; /* scratch mla_launch writes (partials) */
