@@ -34,6 +34,14 @@
 #ifdef MLA_EMU_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
+// Lanes switch with _setjmp/_longjmp once started: swapcontext saves and
+// restores the signal mask, a system call at every switch (most of the
+// time of a workgroup with little work). The sanitizers' fiber
+// bookkeeping follows swapcontext, so their builds keep it.
+#if !defined(MLA_EMU_ASAN) && !defined(MLA_EMU_TSAN)
+#define MLA_EMU_JMP_SWITCH 1
+#include <csetjmp>
+#endif
 
 using namespace mla;
 using namespace mla::emu;
@@ -75,6 +83,12 @@ struct Fiber {
   std::unique_ptr<char[]> stack;
   void *asanFakeStack = nullptr;
   void *tsanFiber = nullptr;
+#ifdef MLA_EMU_JMP_SWITCH
+  // A fiber whose lane has returned waits here for the next workgroup's
+  // lane, so a stack is entered with setcontext (a system call) once.
+  bool parked = false;
+  jmp_buf parkedAt;
+#endif
 };
 
 /// The scheduler's side of the same bookkeeping.
@@ -89,6 +103,10 @@ struct Lane {
   Workgroup *wg = nullptr;
   int id = 0;
   ucontext_t context;
+#ifdef MLA_EMU_JMP_SWITCH
+  jmp_buf resume; // where the lane yielded
+  bool started = false;
+#endif
   Fiber *fiber = nullptr; // the lane's stack
   bool done = false;
   const char *waitingAt = nullptr; // what the lane waits for, if it does
@@ -124,6 +142,9 @@ struct Workgroup {
   std::vector<Lane> lanes;
   std::vector<WaveSlot> waves;
   ucontext_t scheduler{};
+#ifdef MLA_EMU_JMP_SWITCH
+  jmp_buf schedulerResume; // where the scheduler switched to a lane
+#endif
   SchedulerFiber schedulerFiber;
   bool aborting = false; // lanes resumed now unwind (LaneAborted)
   int barrierArrived = 0;
@@ -141,6 +162,15 @@ thread_local Lane *currentLane = nullptr;
 
 Lane &laneOf(int64_t ctx) { return *reinterpret_cast<Lane *>(ctx); }
 
+/// `to` = `from`. On x86-64 glibc a context points into itself for its
+/// floating-point state; the copy must point into its own.
+void copyContext(ucontext_t &to, const ucontext_t &from) {
+  to = from;
+#if defined(__x86_64__) && defined(__GLIBC__)
+  to.uc_mcontext.fpregs = &to.__fpregs_mem;
+#endif
+}
+
 /// The scheduler runs `lane` until it yields or returns.
 void switchToLane(Workgroup &wg, Lane &lane) {
   SchedulerFiber &self = wg.schedulerFiber;
@@ -152,7 +182,24 @@ void switchToLane(Workgroup &wg, Lane &lane) {
   self.tsanFiber = __tsan_get_current_fiber();
   __tsan_switch_to_fiber(lane.fiber->tsanFiber, 0);
 #endif
+#ifdef MLA_EMU_JMP_SWITCH
+  // The lane comes back with _longjmp(schedulerResume) when it yields or
+  // ends.
+  if (_setjmp(wg.schedulerResume) == 0) {
+    if (lane.started)
+      _longjmp(lane.resume, 1);
+    lane.started = true;
+    if (lane.fiber->parked) {
+      lane.fiber->parked = false;
+      _longjmp(lane.fiber->parkedAt, 1);
+    }
+    // The first entry into the stack needs no saved context: the lane
+    // comes back by _longjmp, never through uc_link.
+    setcontext(&lane.context);
+  }
+#else
   swapcontext(&wg.scheduler, &lane.context);
+#endif
 #ifdef MLA_EMU_ASAN
   __sanitizer_finish_switch_fiber(self.asanFakeStack, nullptr, nullptr);
 #endif
@@ -178,7 +225,12 @@ void yield(Lane &lane) {
 #ifdef MLA_EMU_TSAN
   __tsan_switch_to_fiber(scheduler.tsanFiber, 0);
 #endif
+#ifdef MLA_EMU_JMP_SWITCH
+  if (_setjmp(lane.resume) == 0)
+    _longjmp(lane.wg->schedulerResume, 1);
+#else
   swapcontext(&lane.context, &lane.wg->scheduler);
+#endif
 #ifdef MLA_EMU_ASAN
   __sanitizer_finish_switch_fiber(lane.fiber->asanFakeStack,
                                   &scheduler.asanStack,
@@ -305,8 +357,7 @@ void waveMfma(int64_t ctx, int64_t a, int64_t b, size_t abBytes, int64_t c,
 #if defined(__clang__)
 __attribute__((disable_sanitizer_instrumentation))
 #endif
-void trampoline() {
-  Lane &lane = *currentLane;
+void runLane(Lane &lane) {
   enteredLane(lane);
   try {
     if (!lane.wg->aborting)
@@ -315,6 +366,25 @@ void trampoline() {
   }
   lane.done = true;
   ++lane.wg->events;
+}
+
+#if defined(__clang__)
+__attribute__((disable_sanitizer_instrumentation))
+#endif
+void trampoline() {
+#ifdef MLA_EMU_JMP_SWITCH
+  // Runs one lane after another on this fiber (see Fiber::parked).
+  for (;;) {
+    Lane &lane = *currentLane;
+    runLane(lane);
+    if (_setjmp(lane.fiber->parkedAt) == 0) {
+      lane.fiber->parked = true;
+      _longjmp(lane.wg->schedulerResume, 1);
+    }
+  }
+#else
+  Lane &lane = *currentLane;
+  runLane(lane);
   // The lane's stack is dead once the scheduler runs (a null fake-stack slot
   // tells ASan so); uc_link returns to the scheduler.
   SchedulerFiber &scheduler = lane.wg->schedulerFiber;
@@ -326,6 +396,7 @@ void trampoline() {
   __tsan_switch_to_fiber(scheduler.tsanFiber, 0);
 #endif
   (void)scheduler;
+#endif
 }
 } // namespace
 
@@ -573,6 +644,9 @@ struct WorkgroupRunner::Impl {
         fiber.stack.reset(new char[kStackBytes]);
       fiber.asanFakeStack = nullptr;
       fiber.tsanFiber = nullptr;
+#ifdef MLA_EMU_JMP_SWITCH
+      fiber.parked = false;
+#endif
 #ifdef MLA_EMU_TSAN
       fiber.tsanFiber = __tsan_create_fiber(0);
 #endif
@@ -650,12 +724,20 @@ llvm::Error WorkgroupRunner::run(std::array<int64_t, 3> blockId,
   wg.random.seed(options.scheduleSeed ^
                  (0x9e3779b97f4a7c15ull *
                   (1 + blockId[0] + 65536 * (blockId[1] + 65536 * blockId[2]))));
+  // getcontext is a system call: once, then copied into every lane.
+  ucontext_t start;
+  getcontext(&start);
   for (int i = 0; i < impl->numThreads; ++i) {
     Lane &lane = wg.lanes[i];
     lane.wg = &wg;
     lane.id = i;
-    getcontext(&lane.context);
     lane.fiber = &impl->fibers[i];
+#ifdef MLA_EMU_JMP_SWITCH
+    // A parked fiber's stack holds its loop: it is resumed, not remade.
+    if (lane.fiber->parked)
+      continue;
+#endif
+    copyContext(lane.context, start);
     lane.context.uc_stack.ss_sp = lane.fiber->stack.get();
     lane.context.uc_stack.ss_size = kStackBytes;
     lane.context.uc_link = &wg.scheduler;
