@@ -290,9 +290,14 @@ Error HipKernel::launchOne(const ArtifactKernel &kernel, void *function,
 Error HipKernel::launch(const LaunchBuffers &buffers, void *stream) {
   if (Error err = backend.select())
     return err;
-  for (size_t i = 0; i < kernels.size(); ++i)
-    if (Error err = launchOne(kernels[i], functions[i], buffers, stream))
-      return err;
+  // The artifact lists partial, combine, plan (docs/artifact.md); the plan
+  // kernel (device plans only) runs first.
+  constexpr size_t kLaunchOrder[] = {2, 0, 1};
+  for (size_t i : kLaunchOrder) {
+    if (buffers.runs(kernels[i]))
+      if (Error err = launchOne(kernels[i], functions[i], buffers, stream))
+        return err;
+  }
   return Error::success();
 }
 } // namespace

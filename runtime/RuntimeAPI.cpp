@@ -23,6 +23,15 @@
 
 using namespace mla;
 
+static_assert(MLA_PLAN_BAD_INDPTR == plan_status::kBadIndptr &&
+                  MLA_PLAN_TOO_MANY_TOKENS == plan_status::kTooManyTokens &&
+                  MLA_PLAN_TOO_MANY_KV == plan_status::kTooManyKVRows &&
+                  MLA_PLAN_WORK_LIST_FULL == plan_status::kWorkListFull,
+              "the status bits of runtime.h and ABI.h must agree");
+static_assert(sizeof(WorkItem) == 4 * sizeof(int32_t) &&
+                  sizeof(WorkUnit) == 3 * sizeof(int32_t),
+              "the work list's rows are these structs' bytes");
+
 static_assert(MLA_ERROR_INTERNAL == static_cast<int>(Status::Internal),
               "mla_status and mla::Status must agree");
 static_assert(MLA_KV_BF16 == static_cast<int>(CacheFormat::BF16) &&
@@ -42,13 +51,41 @@ struct mla_kernel_s {
   std::unique_ptr<rt::LoadedKernel> loaded;
 };
 
+namespace {
+constexpr size_t kWorkspaceAlign = 256;
+
+size_t alignUp(size_t n) {
+  return (n + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
+}
+} // namespace
+
 struct mla_plan_s {
   mla_kernel kernel;
   int32_t numSeqs = 0, numTokens = 0, numKVRows = 0, numWorkItems = 0;
-  // Paged: the pages the batch's page table lists (kv_indptr[num_seqs]).
+  int32_t numWorkUnits = 0;
+  // Paged: the pages the batch's page table lists (kv_indptr[num_seqs]);
+  // a device plan: the most its page table may list.
   int32_t numKVIndices = 0;
-  std::vector<int32_t> workList; // items [I][4], then item_indptr [B + 1]
+  // A device plan: sizes are maxima and the plan kernel writes the list.
+  bool device = false;
+  // The work list, in int32 words: items [I][4], item_indptr [B + 1],
+  // units [U][3], workgroup_unit_indptr [G + 1], the status word.
+  std::vector<int32_t> workList;
+  size_t itemIndptrAt = 0, unitsAt = 0, workgroupUnitsAt = 0, statusAt = 0;
   size_t partialLseOffset = 0, workspaceBytes = 0;
+
+  /// Lays out the work list and workspace for I items, U units, B
+  /// sequences and G workgroups (zero-filled).
+  void layOut(const Artifact &a, int64_t workgroups) {
+    itemIndptrAt = 4 * (size_t)numWorkItems;
+    unitsAt = itemIndptrAt + numSeqs + 1;
+    workgroupUnitsAt = unitsAt + 3 * (size_t)numWorkUnits;
+    statusAt = workgroupUnitsAt + workgroups + 1;
+    workList.assign(statusAt + 1, 0);
+    size_t partials = (size_t)numWorkItems * 4 * a.numHeads;
+    partialLseOffset = alignUp(partials * a.vDim * sizeof(float));
+    workspaceBytes = partialLseOffset + alignUp(partials * sizeof(float));
+  }
 };
 
 namespace {
@@ -71,11 +108,6 @@ mla_status fail(rt::Error err) {
       return fail(Status::InvalidArgument, what);                              \
   } while (false)
 
-constexpr size_t kWorkspaceAlign = 256;
-
-size_t alignUp(size_t n) {
-  return (n + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
-}
 
 mla_status loadArtifact(mla_context context, rt::Expected<Artifact> artifact,
                         mla_kernel *kernel) {
@@ -266,24 +298,34 @@ mla_status queryLengths(const char *api, int32_t num_seqs,
   return MLA_SUCCESS;
 }
 
-/// Plans the batch whose sequences have `lens` cache positions.
-mla_status createPlan(mla_kernel kernel, int32_t num_seqs,
-                      const int32_t *qo_indptr,
-                      const std::vector<int64_t> &lens, mla_plan *plan) {
-  const Artifact &a = kernel->artifact;
+/// The split options of the artifact's kernels; `qLens` gives each
+/// sequence's query tokens (the workgroups its items keep busy).
+SplitOptions splitOptions(const Artifact &a, const std::vector<int64_t> &qLens) {
   SplitOptions options;
   options.forcedSplits = a.forcedSplits;
+  options.workgroups = persistentWorkgroups(a).value_or(0);
+  options.xcds = a.xcds;
   // The workgroups an item keeps busy: the partial kernel's row blocks
   // that hold rows of the sequence.
   if (!a.kernels.empty() && a.kernels[0].rowsPerWorkgroup > 0) {
     int64_t rows = a.kernels[0].rowsPerWorkgroup;
     int64_t heads = a.kernels[0].headsPerBlock;
-    for (int32_t b = 0; b < num_seqs; ++b) {
-      int64_t qLen = (int64_t)qo_indptr[b + 1] - qo_indptr[b];
+    for (int64_t qLen : qLens)
       options.workgroupsPerItem.push_back(a.numHeads / heads *
                                           ((qLen * heads + rows - 1) / rows));
-    }
   }
+  return options;
+}
+
+/// Plans the batch whose sequences have `lens` cache positions.
+mla_status createPlan(mla_kernel kernel, int32_t num_seqs,
+                      const int32_t *qo_indptr,
+                      const std::vector<int64_t> &lens, mla_plan *plan) {
+  const Artifact &a = kernel->artifact;
+  std::vector<int64_t> qLens;
+  for (int32_t b = 0; b < num_seqs; ++b)
+    qLens.push_back((int64_t)qo_indptr[b + 1] - qo_indptr[b]);
+  SplitOptions options = splitOptions(a, qLens);
   auto list = planSplits(a.computeUnits, lens, options);
   if (!list)
     return fail(Status::InvalidArgument, "mla_plan_create: ",
@@ -293,14 +335,22 @@ mla_status createPlan(mla_kernel kernel, int32_t num_seqs,
   p->numSeqs = num_seqs;
   p->numTokens = qo_indptr[num_seqs];
   p->numWorkItems = static_cast<int32_t>(list->numItems());
-  for (const WorkItem &item : list->items)
-    p->workList.insert(p->workList.end(), {item.seq, item.kvBegin, item.kvEnd,
-                                           item.partialSlot});
-  p->workList.insert(p->workList.end(), list->seqItemIndptr.begin(),
-                     list->seqItemIndptr.end());
-  size_t partials = (size_t)p->numWorkItems * 4 * a.numHeads;
-  p->partialLseOffset = alignUp(partials * a.vDim * sizeof(float));
-  p->workspaceBytes = p->partialLseOffset + alignUp(partials * sizeof(float));
+  p->numWorkUnits = static_cast<int32_t>(list->units.size());
+  p->layOut(a, options.workgroups);
+  int32_t *words = p->workList.data();
+  for (const WorkItem &item : list->items) {
+    std::memcpy(words, &item, sizeof item);
+    words += 4;
+  }
+  std::copy(list->seqItemIndptr.begin(), list->seqItemIndptr.end(),
+            p->workList.begin() + p->itemIndptrAt);
+  words = p->workList.data() + p->unitsAt;
+  for (const WorkUnit &unit : list->units) {
+    std::memcpy(words, &unit, sizeof unit);
+    words += 3;
+  }
+  std::copy(list->workgroupUnitIndptr.begin(), list->workgroupUnitIndptr.end(),
+            p->workList.begin() + p->workgroupUnitsAt);
   *plan = p.release();
   return MLA_SUCCESS;
 }
@@ -376,6 +426,49 @@ mla_status mla_plan_create_paged(mla_kernel kernel, int32_t num_seqs,
   return MLA_SUCCESS;
 }
 
+mla_status mla_plan_create_device(mla_kernel kernel, int32_t max_seqs,
+                                  int32_t max_tokens, int32_t max_kv,
+                                  mla_plan *plan) {
+  const char *api = "mla_plan_create_device";
+  MLA_REQUIRE(kernel && plan, "mla_plan_create_device: NULL argument");
+  *plan = nullptr;
+  MLA_REQUIRE(max_seqs >= 0 && max_tokens >= 0 && max_kv >= 0,
+              "mla_plan_create_device: a maximum is negative");
+  const Artifact &a = kernel->artifact;
+  if (!kernel->context->backend->usesWorkList() || a.kernels.empty())
+    return fail(Status::BackendUnavailable, api,
+                ": device plans run the plan kernel, on the hip and emu "
+                "backends (this ",
+                kernel->context->arch,
+                " context runs the reference form, which plans for itself)");
+  if (max_tokens > max_seqs * kMaxQueryTokens)
+    return fail(Status::InvalidArgument, api, ": max_tokens ", max_tokens,
+                " exceeds ", kMaxQueryTokens, " per sequence for ", max_seqs,
+                " sequences");
+  const ArtifactKernel &partial = a.kernels[0];
+  int64_t rows = partial.rowsPerWorkgroup, heads = partial.headsPerBlock;
+  int64_t maxWorkgroupsPerItem =
+      rows > 0 ? a.numHeads / heads * ((kMaxQueryTokens * heads + rows - 1) / rows)
+               : 1;
+  SplitOptions options = splitOptions(a, {});
+  WorkListBounds bounds = workListBounds(a.computeUnits, max_seqs,
+                                         maxWorkgroupsPerItem, options);
+  if (bounds.units > INT32_MAX / 4)
+    return fail(Status::InvalidArgument, api, ": ", max_seqs,
+                " sequences need more work units than 32-bit sizes hold");
+  auto p = std::make_unique<mla_plan_s>();
+  p->kernel = kernel;
+  p->device = true;
+  p->numSeqs = max_seqs;
+  p->numTokens = max_tokens;
+  (a.pageSize > 0 ? p->numKVIndices : p->numKVRows) = max_kv;
+  p->numWorkItems = static_cast<int32_t>(bounds.items);
+  p->numWorkUnits = static_cast<int32_t>(bounds.units);
+  p->layOut(a, options.workgroups);
+  *plan = p.release();
+  return MLA_SUCCESS;
+}
+
 mla_status mla_plan_destroy(mla_plan plan) {
   MLA_REQUIRE(plan, "mla_plan_destroy: plan is NULL");
   delete plan;
@@ -390,11 +483,17 @@ mla_status mla_plan_get_info(mla_plan plan, mla_plan_info *info) {
   info->num_work_items = plan->numWorkItems;
   info->work_list_bytes = plan->workList.size() * sizeof(int32_t);
   info->workspace_bytes = plan->workspaceBytes;
+  info->device_plan = plan->device;
+  info->status_offset = plan->statusAt * sizeof(int32_t);
   return MLA_SUCCESS;
 }
 
 mla_status mla_plan_get_work_list(mla_plan plan, void *host_dst, size_t bytes) {
   MLA_REQUIRE(plan && host_dst, "mla_plan_get_work_list: NULL argument");
+  if (plan->device)
+    return fail(Status::InvalidArgument,
+                "mla_plan_get_work_list: a device plan's work list is "
+                "written by its plan kernel at every launch");
   size_t need = plan->workList.size() * sizeof(int32_t);
   if (bytes < need)
     return fail(Status::InvalidArgument, "mla_plan_get_work_list: the buffer has ",
@@ -431,8 +530,9 @@ mla_status checkPages(const Artifact &a, mla_plan plan,
 }
 } // namespace
 
-mla_status mla_launch(mla_kernel kernel, mla_plan plan,
-                      const mla_decode_args *args, void *stream) {
+namespace {
+mla_status launch(mla_kernel kernel, mla_plan plan,
+                  const mla_decode_args *args, void *stream, bool planOnly) {
   MLA_REQUIRE(kernel && plan && args, "mla_launch: NULL argument");
   MLA_REQUIRE(plan->kernel == kernel,
               "mla_launch: the plan was made for another kernel");
@@ -491,8 +591,15 @@ mla_status mla_launch(mla_kernel kernel, mla_plan plan,
   b.kvIndptr = args->kv_indptr;
   b.kvIndices = args->kv_indices;
   b.kvLastPageLen = args->kv_last_page_len;
-  b.workItems = static_cast<const int32_t *>(args->work_list);
-  b.itemIndptr = b.workItems ? b.workItems + 4 * plan->numWorkItems : nullptr;
+  if (auto *list = static_cast<int32_t *>(args->work_list)) {
+    b.workItems = list;
+    b.itemIndptr = list + plan->itemIndptrAt;
+    b.workUnits = list + plan->unitsAt;
+    b.workgroupUnitIndptr = list + plan->workgroupUnitsAt;
+    b.planStatus = list + plan->statusAt;
+  }
+  b.devicePlan = plan->device;
+  b.planOnly = planOnly;
   b.out = args->out;
   b.lse = args->lse;
   auto *workspace = static_cast<uint8_t *>(args->workspace);
@@ -504,11 +611,26 @@ mla_status mla_launch(mla_kernel kernel, mla_plan plan,
   b.numTokens = plan->numTokens;
   b.numKVRows = args->num_kv_rows;
   b.numWorkItems = plan->numWorkItems;
+  b.numWorkUnits = plan->numWorkUnits;
   b.pageSize = a.pageSize;
   b.numKVIndices = plan->numKVIndices;
   if (rt::Error err = kernel->loaded->launch(b, stream))
     return fail(std::move(err));
   return MLA_SUCCESS;
+}
+} // namespace
+
+mla_status mla_launch(mla_kernel kernel, mla_plan plan,
+                      const mla_decode_args *args, void *stream) {
+  return launch(kernel, plan, args, stream, /*planOnly=*/false);
+}
+
+mla_status mla_launch_plan_kernel(mla_kernel kernel, mla_plan plan,
+                                  const mla_decode_args *args, void *stream) {
+  if (plan && !plan->device)
+    return fail(Status::InvalidArgument,
+                "mla_launch_plan_kernel: the plan is a host plan");
+  return launch(kernel, plan, args, stream, /*planOnly=*/true);
 }
 
 mla_status mla_emu_model_kv_traffic(mla_context context, int enable) {

@@ -159,7 +159,7 @@ TEST(Runtime, ArtifactRoundTrips) {
   ASSERT_TRUE(bool(parsed)) << parsed.takeError().message();
   EXPECT_EQ(serializeArtifact(*parsed), bytes);
   EXPECT_EQ(parsed->chip, "gfx950");
-  ASSERT_EQ(parsed->kernels.size(), 2u);
+  ASSERT_EQ(parsed->kernels.size(), 3u);
   EXPECT_EQ(parsed->kernels[0].name, "mla_partial_decode");
   EXPECT_EQ(parsed->kernels[1].name, "mla_combine");
   EXPECT_EQ(parsed->kernels[0].args[0].name, "q");
@@ -936,11 +936,9 @@ TEST_F(FakeHip, PacksKernelArgumentsFromMetadata) {
     const ArtifactKernel &desc = artifact->kernels[k];
     EXPECT_EQ(name, desc.name);
     EXPECT_EQ(block[0], 256u);
-    // The partial kernel: work items rounded up to the 8 XCDs, times the
-    // row blocks q_len 4 needs (H = 16: a token's 16 rows per workgroup, 4
-    // waves on them); the combine: one workgroup per sequence.
-    EXPECT_EQ(grid[0],
-              k == 0 ? (unsigned)(info.num_work_items + 7) / 8 * 8 * 4 : 2u);
+    // The partial kernel: the persistent grid, one workgroup per CU; the
+    // combine: one workgroup per sequence.
+    EXPECT_EQ(grid[0], k == 0 ? 256u : 2u);
     EXPECT_EQ(bytes, (size_t)desc.kernargBytes);
     for (const ArtifactKernelArg &arg : desc.args) {
       auto word = [&](size_t w) {
@@ -1170,15 +1168,21 @@ TEST(Runtime, LyingManifestsAreRejectedAtLoad) {
        [](Artifact &a) {
          a.kernels[0].args[1].fields[3].first = a.kernels[0].kernargBytes;
        },
-       "lies outside the 632-byte kernarg segment"},
+       "lies outside the 728-byte kernarg segment"},
       {"too few kernarg fields",
        [](Artifact &a) { a.kernels[0].args[0].fields.pop_back(); },
        "kernarg fields for 9 descriptor words"},
       {"unknown kernel", [](Artifact &a) { a.kernels[1].name = "evil"; },
        "expected kernel mla_combine"},
-      {"a third kernel",
+      {"a fourth kernel",
        [](Artifact &a) { a.kernels.push_back(a.kernels[1]); },
        "expected kernel none"},
+      {"no plan kernel", [](Artifact &a) { a.kernels.pop_back(); },
+       "describes the partial, the combine and the plan kernel"},
+      {"a partial kernel on a grid that depends on the batch",
+       [](Artifact &a) { a.kernels[0].grid[0] = "num_work_items"; },
+       "not a fixed workgroup count"},
+      {"no XCDs", [](Artifact &a) { a.xcds = 0; }, "sizes are out of range"},
       {"unknown argument",
        [](Artifact &a) { a.kernels[0].args[0].name = "host_pointer"; },
        "unknown kernel argument 'host_pointer'"},

@@ -156,9 +156,9 @@ TEST(SplitPlanner, RejectsBadOptions) {
   ASSERT_FALSE(bool(list));
   EXPECT_EQ(list.takeError().message(),
             "workgroupsPerItem has 2 entries for 1 sequences");
-  options.workgroupsPerItem = {0};
+  options.workgroupsPerItem = {1025};
   list = planSplits(gfx950().computeUnits, {16}, options);
   ASSERT_FALSE(bool(list));
   EXPECT_EQ(list.takeError().message(),
-            "workgroups per item 0 outside 1..1024");
+            "workgroups per item 1025 outside 0..1024");
 }

@@ -58,17 +58,33 @@ constexpr std::string_view kQoIndptr = "qo_indptr";
 constexpr std::string_view kKVIndptr = "kv_indptr";
 constexpr std::string_view kWorkItems = "work_items";
 constexpr std::string_view kItemIndptr = "item_indptr";
+// The persistent grid's schedule (docs/split-planning.md).
+constexpr std::string_view kWorkUnits = "work_units";
+constexpr std::string_view kWorkgroupUnits = "workgroup_unit_indptr";
+// Device plans: the plan kernel's verdict on the batch (docs/runtime.md).
+constexpr std::string_view kPlanStatus = "plan_status";
 constexpr std::string_view kOut = "out";
 constexpr std::string_view kLse = "lse";
 constexpr std::string_view kPartialOut = "partial_out";
 constexpr std::string_view kPartialLse = "partial_lse";
 } // namespace arg
 
-/// The kernels an artifact describes, launched in this order.
+/// The kernels an artifact describes, in this order; a launch with a device
+/// plan runs the plan kernel first, then the partial and combine kernels.
 namespace kernel {
 constexpr std::string_view kPartial = "mla_partial_decode";
 constexpr std::string_view kCombine = "mla_combine";
+constexpr std::string_view kPlan = "mla_plan";
 } // namespace kernel
+
+/// The plan kernel's status word: 0 when the batch was planned, else the
+/// OR of these; the work list is then empty and the step writes nothing.
+namespace plan_status {
+constexpr int32_t kBadIndptr = 1;      // not starting at 0, decreasing, q_len > 4
+constexpr int32_t kTooManyTokens = 2;  // qo_indptr[B] beyond the q/out buffers
+constexpr int32_t kTooManyKVRows = 4;  // kv_indptr[B] beyond the cache/page table
+constexpr int32_t kWorkListFull = 8;   // more items or units than the buffers hold
+} // namespace plan_status
 
 /// Limits a manifest must respect (its sizes are checked before use): the
 /// op's head counts and widths, and the hardware's launch limits.
@@ -89,12 +105,13 @@ constexpr std::string_view kKVIndices = "num_kv_indices"; // kv_indptr[B], paged
 constexpr std::string_view kSeqsPlusOne = "num_seqs+1";
 constexpr std::string_view kSequences = "num_sequences";
 constexpr std::string_view kWorkItems = "num_work_items";
+constexpr std::string_view kWorkUnits = "num_work_units";
 } // namespace dim
 
 /// The artifact container (docs/artifact.md).
 namespace artifact {
 /// The format version this release writes and reads.
-constexpr int64_t kVersion = 1;
+constexpr int64_t kVersion = 2; // 2: persistent grid, plan kernel
 constexpr std::string_view kFormatName = "mla-decode-artifact";
 constexpr std::string_view kManifest = "manifest.json";
 constexpr std::string_view kHsaco = "kernels.hsaco";

@@ -99,8 +99,8 @@ describeKernel(llvm::StringRef name, mlir::DictionaryAttr launch,
   return kernel;
 }
 
-constexpr std::string_view kKernelNames[] = {kernel::kPartial,
-                                            kernel::kCombine};
+constexpr std::string_view kKernelNames[] = {
+    kernel::kPartial, kernel::kCombine, kernel::kPlan};
 } // namespace
 
 llvm::Expected<CodeObject> mla::compileCodeObject(mlir::ModuleOp module) {
@@ -275,6 +275,7 @@ llvm::Expected<Artifact> compileForms(const KernelSignature &sig,
     return compileError("unknown target '" + sig.config.target + "'");
   a.chip = target->arch->arch.str();
   a.computeUnits = target->computeUnits;
+  a.xcds = target->xcds;
   // The emu runs only the architecture it models.
   bool emuForm = forms.emu && target->arch == &emulatedArch();
   if (!target->arch->hasGPUKernels || (!emuForm && !forms.gfx950))
@@ -318,7 +319,7 @@ llvm::Expected<Artifact> compileForms(const KernelSignature &sig,
       a.kernels.push_back(std::move(*kernel));
     }
   }
-  if (a.kernels.size() != 2)
+  if (a.kernels.size() != std::size(kKernelNames))
     return compileError("the kernels are missing from the gfx950 form");
   return a;
 }

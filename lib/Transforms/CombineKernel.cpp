@@ -3,7 +3,8 @@
 // One workgroup per sequence, 256 threads over its (token, head, column)
 // outputs, merging the sequence's work items' partials by their
 // log-sum-exp; sequences with a single work item were written by the
-// partial kernel and are skipped.
+// partial kernel and are skipped, and so are sequences without items (a
+// device plan that refused its batch leaves every sequence so).
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,10 +66,9 @@ gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
   Value qLen = k.sub(k.loadIndex(qoIndptr, {k.add(seq, c1)}), qBegin);
   Value negInf = k.f32(-INFINITY);
   // A sequence with one work item was written by the partial kernel.
-  Value single = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                       k.sub(lastItem, firstItem), c1);
+  Value split = k.lessThan(c1, k.sub(lastItem, firstItem));
   Value total = arith::SelectOp::create(
-      b, loc, single, c0, k.mul(qLen, k.idx(numHeads * vDim)));
+      b, loc, split, k.mul(qLen, k.idx(numHeads * vDim)), c0);
   // Each thread merges the outputs (token, head, column) it is assigned.
   scf::ForOp::create(
       b, loc, tid, total, k.idx(kThreads), ValueRange{},

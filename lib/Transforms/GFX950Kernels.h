@@ -35,9 +35,10 @@ namespace mla {
 class PartialKernel {
 public:
   /// `xcds`: the chiplets the chip deals workgroups to (1 when unknown);
-  /// `ldsLimit`: bytes of LDS a workgroup may use; both from the target.
-  PartialKernel(PartialDecodeOp op, int64_t xcds, int64_t ldsLimit,
-                llvm::StringRef testHazard = "");
+  /// `workgroups`: the persistent grid (a multiple of xcds); `ldsLimit`:
+  /// bytes of LDS a workgroup may use; all from the target.
+  PartialKernel(PartialDecodeOp op, int64_t xcds, int64_t workgroups,
+                int64_t ldsLimit, llvm::StringRef testHazard = "");
 
   /// Why the kernel cannot be built for this op, if it cannot.
   std::optional<std::string> unsupported() const {
@@ -45,6 +46,10 @@ public:
   }
   mlir::gpu::GPUFuncOp build(mlir::OpBuilder &moduleBuilder,
                              llvm::StringRef name);
+  /// The row blocks the planner counts: a workgroup serves up to
+  /// rowsPerWorkgroup() rows of one block of headsPerBlock() heads.
+  int64_t rowsPerWorkgroup() const { return plan.rowsPerWorkgroup(); }
+  int64_t headsPerBlock() const { return headsPerWg; }
 
 private:
   /// fp8 and mxfp4: the wave's Q as scaled-MFMA A fragments, two fp8 parts.
@@ -62,8 +67,11 @@ private:
   llvm::SmallVector<llvm::StringRef> argNames() const;
   llvm::SmallVector<mlir::Type> ldsTypes(mlir::Builder &b) const;
   void bindArguments(mlir::gpu::GPUFuncOp func);
-  /// Workgroup -> (work item, row block); returns whether the block has rows.
-  mlir::Value emitWorkAssignment(mlir::OpBuilder &b);
+  /// The unit's work item and row block; returns whether the block has rows.
+  mlir::Value emitWorkAssignment(mlir::OpBuilder &b, mlir::Value itemId,
+                                 mlir::Value rowBlock);
+  /// One unit of the workgroup's schedule: the whole decode of a row block.
+  void emitUnit(mlir::OpBuilder &b, mlir::Value unit);
   /// The wave's 16 query rows and the lane roles.
   void emitWaveRows(mlir::OpBuilder &b);
   /// The sequence's length: kv_indptr's difference, or (pages - 1) · P +
@@ -160,7 +168,7 @@ private:
   mlir::Location loc;
   PartialKernelPlan plan;
   FormatStrategy strategy;
-  int64_t xcds, ldsLimit;
+  int64_t xcds, workgroups, ldsLimit;
   /// Testing only: the synchronization bug to build in (mla-to-gpu
   /// test-hazard), or "".
   std::string testHazard;
@@ -170,7 +178,7 @@ private:
   // What the stages share while the body is built.
   struct Arguments {
     mlir::Value q, kv, kvScale, qoIndptr, kvIndptr, workItems, partialOut,
-        partialLse, itemIndptr, out, lse;
+        partialLse, itemIndptr, out, lse, workUnits, workgroupUnits;
     mlir::Value kvIndices, kvLastPageLen; // paged caches
   } args;
   struct LdsBuffers {
@@ -209,6 +217,22 @@ private:
   mlir::Value zeroAcc, negInf, padElem, padF32;
   mlir::ArrayAttr qkMaps, pvMaps, iters;
 };
+
+/// What the plan kernel plans for: the chip and config the host planner
+/// is given (SplitOptions), the partial kernel's row blocks and the
+/// persistent grid.
+struct PlanKernelFacts {
+  int64_t computeUnits, workgroups, xcds;
+  int64_t kvTile, forcedSplits, minTilesPerItem, maxSplitsPerSeq,
+      unitOverhead;
+  int64_t numHeads, qkDim, headsPerBlock, rowsPerWorkgroup, pageSize;
+};
+
+/// Builds the plan kernel (PlanKernel.cpp): one workgroup that writes the
+/// work list and schedule of the batch in the device indptrs.
+mlir::gpu::GPUFuncOp buildPlanKernel(const PlanKernelFacts &facts,
+                                     mlir::Location loc, mlir::OpBuilder &mb,
+                                     llvm::StringRef name);
 
 /// Builds the combine kernel: one workgroup per sequence, 256 threads over
 /// its (token, head, column) outputs; sequences with a single work item are

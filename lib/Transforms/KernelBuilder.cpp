@@ -46,6 +46,8 @@ StringRef leadingDimSymbol(std::string_view arg) {
     return dim::kKVIndices;
   if (arg == arg::kKVLastPageLen)
     return dim::kSequences;
+  if (arg == arg::kWorkUnits)
+    return dim::kWorkUnits;
   return dim::kWorkItems; // work_items, partial_out, partial_lse
 }
 } // namespace

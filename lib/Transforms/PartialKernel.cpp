@@ -1,6 +1,7 @@
 //===- PartialKernel.cpp - the gfx950 partial kernel: frame and KV loop ---===//
 //
-// One workgroup per (work item, block of query rows), 4 waves; the
+// A persistent grid: the planner's schedule gives each workgroup a run of
+// units, each a (work item, block of query rows), 4 waves; the
 // (token, head) rows of a block of heads_per_workgroup heads go in groups of
 // 16 to the waves, token-major, so a workgroup reads each KV tile once for
 // all its rows. With waves_per_row_group W > 1 a group's W waves split the
@@ -8,11 +9,11 @@
 // the output of Dv/W of the columns (H = 16 at q_len 1: 16 rows, four
 // waves busy instead of one); with W = 1 each wave has its own group and a
 // workgroup holds 64 rows. Waves past the rows repeat the last group and
-// write nothing, so control flow stays uniform for the barriers; blocks
-// past them return at once. A work item's row blocks run in consecutive
-// dispatch slots of one XCD, sharing its L2, so a cache byte comes from HBM
-// once (docs/pipelines.md). The stages of the KV loop are in the files
-// GFX950Kernels.h lists.
+// write nothing, so control flow stays uniform for the barriers. A work
+// item's row blocks are consecutive units, scheduled on consecutive logical
+// workgroups, which run in consecutive dispatch slots of one XCD, sharing
+// its L2, so a cache byte comes from HBM once (docs/pipelines.md). The
+// stages of the KV loop are in the files GFX950Kernels.h lists.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,9 +48,11 @@ PartialKernelShape shapeOf(PartialDecodeOp op) {
 } // namespace
 
 PartialKernel::PartialKernel(PartialDecodeOp op, int64_t xcds,
-                             int64_t ldsLimit, StringRef testHazard)
+                             int64_t workgroups, int64_t ldsLimit,
+                             StringRef testHazard)
     : op(op), loc(op.getLoc()), plan(shapeOf(op)), strategy(plan.strategy()),
-      xcds(xcds), ldsLimit(ldsLimit), testHazard(testHazard.str()) {
+      xcds(xcds), workgroups(workgroups), ldsLimit(ldsLimit),
+      testHazard(testHazard.str()) {
   numHeads = plan.shape().numHeads;
   headsPerWg = plan.shape().headsPerWorkgroup;
   qkDim = plan.shape().qkDim;
@@ -106,7 +109,7 @@ SmallVector<StringRef> PartialKernel::argNames() const {
     names.push_back(arg::kKVScale);
   names.append({arg::kQoIndptr, arg::kKVIndptr, arg::kWorkItems,
                 arg::kPartialOut, arg::kPartialLse, arg::kItemIndptr,
-                arg::kOut, arg::kLse});
+                arg::kOut, arg::kLse, arg::kWorkUnits, arg::kWorkgroupUnits});
   if (pageSize > 0)
     names.append({arg::kKVIndices, arg::kKVLastPageLen});
   return names;
@@ -132,7 +135,9 @@ SmallVector<Type> PartialKernel::argTypes(Builder &b) const {
       MemRefType::get({dyn, kMaxQueryTokens, numHeads}, f32),
       MemRefType::get({dyn}, i32),                                   // item_indptr
       MemRefType::get({dyn, numHeads, vDim}, bf16),                  // out
-      MemRefType::get({dyn, numHeads}, f32)});                       // lse
+      MemRefType::get({dyn, numHeads}, f32),                         // lse
+      MemRefType::get({dyn, 3}, i32),                                // units
+      MemRefType::get({workgroups + 1}, i32)});      // workgroup_unit_indptr
   if (pageSize > 0)
     types.append({MemRefType::get({dyn}, i32),    // kv_indices
                   MemRefType::get({dyn}, i32)});  // kv_last_page_len
@@ -151,12 +156,10 @@ gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
   // One workgroup per CU fits the LDS budget: one wave per SIMD.
   func->setAttr("rocdl.waves_per_eu", b.getI32IntegerAttr(1));
   func->setAttr("rocdl.flat_work_group_size", b.getStringAttr("256,256"));
-  std::string grid = "roundup(" + std::string(dim::kWorkItems) + "," +
-                     std::to_string(xcds) + ")*" +
-                     std::to_string(plan.blocksPerItem());
   func->setAttr(
       MLADialect::kLaunchAttrName,
-      launchAttr(b, {grid, "1", "1"}, kThreads, plan.ldsBytes(), argNames(),
+      launchAttr(b, {std::to_string(workgroups), "1", "1"}, kThreads,
+                 plan.ldsBytes(), argNames(),
                  types,
                  // How many row blocks of an item are busy, for the planner.
                  {b.getNamedAttr("rows_per_workgroup",
@@ -181,7 +184,8 @@ void PartialKernel::bindArguments(gpu::GPUFuncOp func) {
           argument(arg::kKVIndptr),   argument(arg::kWorkItems),
           argument(arg::kPartialOut), argument(arg::kPartialLse),
           argument(arg::kItemIndptr), argument(arg::kOut),
-          argument(arg::kLse),        argument(arg::kKVIndices),
+          argument(arg::kLse),        argument(arg::kWorkUnits),
+          argument(arg::kWorkgroupUnits), argument(arg::kKVIndices),
           argument(arg::kKVLastPageLen)};
   auto attributions = func.getWorkgroupAttributions();
   unsigned next = 0;
@@ -196,31 +200,9 @@ void PartialKernel::bindArguments(gpu::GPUFuncOp func) {
     lds.tileScales = attributions[next++];
 }
 
-Value PartialKernel::emitWorkAssignment(OpBuilder &b) {
+Value PartialKernel::emitWorkAssignment(OpBuilder &b, Value itemId,
+                                        Value rowBlock) {
   KernelBuilder k{b, loc};
-  c0 = k.idx(0);
-  c1 = k.idx(1);
-  // Workgroup -> (work item, row block). The row blocks of a work item read
-  // the same KV tiles, so they go to one XCD in consecutive dispatch slots:
-  // the hardware deals workgroup ids round-robin to the XCDs (id % xcds),
-  // and the grid has roundup(num_work_items, xcds) · blocksPerItem() ids.
-  // Running together on one XCD, they share its L2: a tile comes from HBM
-  // once and the other blocks' DMAs hit the L2. Ids past the work list
-  // return at once.
-  int64_t blocksPerItem = plan.blocksPerItem();
-  Value id = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value xcd = k.rem(id, k.idx(xcds));
-  Value dispatchSlot = k.div(id, k.idx(xcds));
-  Value rowBlock = k.rem(dispatchSlot, k.idx(blocksPerItem));
-  Value itemIndex = k.add(
-      k.mul(k.div(dispatchSlot, k.idx(blocksPerItem)), k.idx(xcds)), xcd);
-  Value numItems = memref::DimOp::create(b, loc, args.workItems, 0);
-  Value itemExists = k.lessThan(itemIndex, numItems);
-  Value itemId = k.minS(itemIndex, k.sub(numItems, c1));
-  rows.tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  rows.wave = k.div(rows.tid, k.idx(kWaveSize));
-  rows.lane = k.rem(rows.tid, k.idx(kWaveSize));
-
   item.seq = k.loadIndex(args.workItems, {itemId, c0});
   item.begin = k.loadIndex(args.workItems, {itemId, c1});
   item.end = k.loadIndex(args.workItems, {itemId, k.idx(2)});
@@ -238,8 +220,7 @@ Value PartialKernel::emitWorkAssignment(OpBuilder &b) {
   Value numGroups = k.mul(item.qLen, k.idx(plan.groupsPerToken()));
   Value firstGroup = k.mul(k.div(rowBlock, k.idx(plan.headBlocks())),
                            k.idx(plan.rowGroups()));
-  Value blockHasRows = arith::AndIOp::create(
-      b, loc, itemExists, k.lessThan(firstGroup, numGroups));
+  Value blockHasRows = k.lessThan(firstGroup, numGroups);
   groupsOfBlock = {firstGroup, numGroups, headBlock};
   return blockHasRows;
 }
@@ -295,9 +276,40 @@ Value PartialKernel::emitSequenceLength(OpBuilder &b) {
 
 void PartialKernel::emitBody(OpBuilder &b) {
   KernelBuilder k{b, loc};
-  Value blockHasRows = emitWorkAssignment(b);
+  c0 = k.idx(0);
+  c1 = k.idx(1);
+  rows.tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  rows.wave = k.div(rows.tid, k.idx(kWaveSize));
+  rows.lane = k.rem(rows.tid, k.idx(kWaveSize));
+  // Logical workgroup j runs in dispatch slot j mod S of XCD j div S (S
+  // slots per XCD): the hardware deals workgroup ids round-robin to the
+  // XCDs (id mod xcds), so consecutive logical workgroups, which hold the
+  // consecutive row blocks of a work item, run together on one XCD and
+  // share its L2: a tile comes from HBM once.
+  Value id = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value xcd = k.rem(id, k.idx(xcds));
+  Value slot = k.div(id, k.idx(xcds));
+  Value logical = k.add(k.mul(xcd, k.idx(workgroups / xcds)), slot);
+  Value first = k.loadIndex(args.workgroupUnits, {logical});
+  Value last = k.loadIndex(args.workgroupUnits, {k.add(logical, c1)});
+  scf::ForOp::create(b, loc, first, last, c1, ValueRange{},
+                     [&](OpBuilder &lb, Location, Value unit, ValueRange) {
+                       OpBuilder::InsertionGuard g(b);
+                       b.setInsertionPointToStart(lb.getInsertionBlock());
+                       emitUnit(b, unit);
+                       scf::YieldOp::create(b, loc);
+                     });
+  gpu::ReturnOp::create(b, loc);
+}
+
+void PartialKernel::emitUnit(OpBuilder &b, Value unit) {
+  KernelBuilder k{b, loc};
+  Value itemId = k.loadIndex(args.workUnits, {unit, c0});
+  Value rowBlock = k.loadIndex(args.workUnits, {unit, c1});
+  Value blockHasRows = emitWorkAssignment(b, itemId, rowBlock);
   auto blockActive =
       scf::IfOp::create(b, loc, blockHasRows, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard g(b);
   b.setInsertionPoint(blockActive.thenBlock()->getTerminator());
   emitWaveRows(b);
   emitQPreload(b);
@@ -313,8 +325,10 @@ void PartialKernel::emitBody(OpBuilder &b) {
   });
   scf::ForOp loop = emitKVLoop(b);
   emitEpilogue(b, loop);
+  // The next unit's first DMA and stores overwrite LDS that other waves
+  // may still read.
   b.setInsertionPointAfter(blockActive);
-  gpu::ReturnOp::create(b, loc);
+  gpu::BarrierOp::create(b, loc);
 }
 
 scf::ForOp PartialKernel::emitKVLoop(OpBuilder &b) {

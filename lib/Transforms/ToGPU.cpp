@@ -17,6 +17,7 @@
 #include "InputLevel.h"
 
 #include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/Runtime/SplitPlanner.h"
 #include "mla/Target/KnownTargets.h"
 #include "mla/Transforms/Passes.h"
 
@@ -64,14 +65,18 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
     }
     // The chip comes from the planner op that feeds the work list (the
     // default target's when a test builds the op without one).
-    const ArchInfo &fallback = *lookupTarget(defaultTargetName())->arch;
+    const TargetInfo &fallbackTarget = *lookupTarget(defaultTargetName());
+    const ArchInfo &fallback = *fallbackTarget.arch;
     std::string chip = fallback.arch.str();
     struct Facts {
-      int64_t xcds, ldsLimit;
+      int64_t xcds, workgroups, ldsLimit;
+      PlanKernelFacts plan;
     };
     DenseMap<Operation *, Facts> factsOf;
     for (PartialDecodeOp op : partials) {
       int64_t xcds = 1, ldsLimit = fallback.ldsBytesPerCU;
+      int64_t computeUnits = fallbackTarget.computeUnits;
+      ConfigAttr config = op.getConfig();
       if (auto plan = op.getWorkItems().getDefiningOp<PlanSplitsOp>()) {
         TargetAttr target = plan.getTarget();
         if (target.getWaveSize() != PartialKernelPlan::kWaveSize) {
@@ -83,13 +88,35 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
         chip = target.getArch().str();
         xcds = std::max<int64_t>(1, target.getXcds());
         ldsLimit = target.getLdsBytes();
+        computeUnits = target.getComputeUnits();
+        config = plan.getConfig();
       }
-      if (std::optional<std::string> why =
-              PartialKernel(op, xcds, ldsLimit).unsupported()) {
+      // The persistent grid: one workgroup per CU (a workgroup's waves
+      // fill the CU's SIMDs), as many on every XCD.
+      int64_t workgroups = std::max<int64_t>(1, computeUnits / xcds) * xcds;
+      PartialKernel kernel(op, xcds, workgroups, ldsLimit);
+      if (std::optional<std::string> why = kernel.unsupported()) {
         op.emitOpError(*why);
         return signalPassFailure();
       }
-      factsOf[op] = {xcds, ldsLimit};
+      // The device planner plans as the host's does (SplitOptions).
+      SplitOptions defaults;
+      PlanKernelFacts plan = {
+          computeUnits,
+          workgroups,
+          xcds,
+          config.getKvTile(),
+          config.getSplitPolicy() == SplitPolicy::uniform ? config.getSplits()
+                                                          : 0,
+          defaults.minTilesPerItem,
+          defaults.maxSplitsPerSeq,
+          defaults.unitOverhead,
+          op.getNumHeads(),
+          op.getQKHeadDim(),
+          kernel.headsPerBlock(),
+          kernel.rowsPerWorkgroup(),
+          op.getPageSize()};
+      factsOf[op] = {xcds, workgroups, ldsLimit, plan};
     }
 
     MLIRContext *ctx = &getContext();
@@ -112,11 +139,16 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
                                          {FlatSymbolRefAttr::get(kernel)}));
     };
     for (PartialDecodeOp op : partials)
-      record(op, PartialKernel(op, factsOf[op].xcds, factsOf[op].ldsLimit,
-                               testHazard)
+      record(op, PartialKernel(op, factsOf[op].xcds, factsOf[op].workgroups,
+                               factsOf[op].ldsLimit, testHazard)
                      .build(kb, kernel::kPartial));
     for (CombineOp op : combines)
       record(op, buildCombineKernel(op, kb, kernel::kCombine));
+    // The device planner, launched before the partial kernel by device
+    // plans (the host ops keep the host planner).
+    for (PartialDecodeOp op : partials)
+      symbols.insert(
+          buildPlanKernel(factsOf[op].plan, op.getLoc(), kb, kernel::kPlan));
   }
 };
 } // namespace

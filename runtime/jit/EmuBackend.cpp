@@ -108,7 +108,7 @@ private:
 
   mlir::MLIRContext context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
-  LaneKernel partial, combine;
+  LaneKernel partial, combine, plan;
 };
 
 llvm::Error EmuKernel::init(const Artifact &artifact) {
@@ -129,8 +129,8 @@ llvm::Error EmuKernel::init(const Artifact &artifact) {
     return statusError(Status::InvalidArtifact,
                        "invalid artifact: the emu form does not parse: " +
                            diagnostics);
-  LaneKernel *kernels[2] = {&partial, &combine};
-  for (int i = 0; i < 2; ++i) {
+  LaneKernel *kernels[3] = {&partial, &combine, &plan};
+  for (int i = 0; i < 3; ++i) {
     LaneKernel &k = *kernels[i];
     k.desc = artifact.kernels[i];
     auto lane = module->lookupSymbol<mlir::func::FuncOp>(k.desc.name + "_lane");
@@ -277,6 +277,11 @@ rt::Error EmuKernel::launch(const LaunchBuffers &buffers, void *) {
                                 modelTraffic);
   if (rt::Error err = trackCache(buffers, tracker))
     return err;
+  if (buffers.runs(plan.desc))
+    if (rt::Error err = run(plan, buffers, nullptr))
+      return err;
+  if (!buffers.runs(partial.desc))
+    return rt::Error::success();
   if (rt::Error err = run(partial, buffers, &tracker))
     return err;
   if (modelTraffic)

@@ -12,7 +12,7 @@ using namespace mla;
 
 extern "C" __attribute__((visibility("default"))) rt::Backend *
 mla_jit_backend_create(int kind, int abiVersion) {
-  static_assert(rt::kJitAbiVersion == 1, "update the entry point");
+  static_assert(rt::kJitAbiVersion == 2, "update the entry point");
   if (abiVersion != rt::kJitAbiVersion)
     return nullptr;
   switch (static_cast<rt::JitBackendKind>(kind)) {

@@ -314,10 +314,11 @@ void readKernel(ManifestReader &r, const json::Value *o,
 /// where it is caught, before any launch.
 rt::Error checkKernel(const ArtifactKernel &k, size_t index) {
   std::string where = "kernels[" + std::to_string(index) + "] (" + k.name + ")";
-  std::string_view expected = index == 0 ? kernel::kPartial : kernel::kCombine;
-  if (index > 1 || k.name != expected)
+  const std::string_view order[] = {kernel::kPartial, kernel::kCombine,
+                                    kernel::kPlan};
+  if (index > 2 || k.name != order[index])
     return invalid(where, ": expected kernel ",
-                   index > 1 ? std::string_view("none") : expected);
+                   index > 2 ? std::string_view("none") : order[index]);
   int64_t threads = 1;
   for (int64_t b : k.block) {
     if (b <= 0 || b > limits::kMaxWorkgroupSize)
@@ -331,7 +332,8 @@ rt::Error checkKernel(const ArtifactKernel &k, size_t index) {
   // Every size expression resolves when the symbols have values.
   const std::vector<std::pair<std::string_view, int64_t>> symbols = {
       {dim::kTokens, 1}, {dim::kKVRows, 1}, {dim::kSeqsPlusOne, 2},
-      {dim::kSequences, 1}, {dim::kWorkItems, 1}, {dim::kKVIndices, 1}};
+      {dim::kSequences, 1}, {dim::kWorkItems, 1}, {dim::kKVIndices, 1},
+      {dim::kWorkUnits, 1}};
   for (const std::string &g : k.grid)
     if (auto size = resolveDim(g, symbols); !size)
       return size.takeError().context(where + ": grid: ");
@@ -339,7 +341,8 @@ rt::Error checkKernel(const ArtifactKernel &k, size_t index) {
       arg::kQ,          arg::kKV,         arg::kKVScale,    arg::kQoIndptr,
       arg::kKVIndptr,   arg::kWorkItems,  arg::kItemIndptr, arg::kOut,
       arg::kLse,        arg::kPartialOut, arg::kPartialLse, arg::kKVIndices,
-      arg::kKVLastPageLen};
+      arg::kKVLastPageLen, arg::kWorkUnits,  arg::kWorkgroupUnits,
+      arg::kPlanStatus};
   for (const ArtifactKernelArg &arg : k.args) {
     if (std::find(std::begin(known), std::end(known), arg.name) ==
         std::end(known))
@@ -386,7 +389,8 @@ std::string mla::serializeArtifact(const Artifact &a) {
       {"version", a.version},
       {"target", json::Object{{"chip", a.chip},
                               {"triple", a.triple},
-                              {"compute_units", a.computeUnits}}},
+                              {"compute_units", a.computeUnits},
+                              {"xcds", a.xcds}}},
       {"decode", json::Object{{"kv_format", formatName(a.format)},
                               {"num_heads", a.numHeads},
                               {"qk_dim", a.qkDim},
@@ -443,6 +447,7 @@ rt::Expected<Artifact> mla::parseArtifact(std::string_view bytes) {
   a.chip = r.string(target, "chip", "target.chip");
   a.triple = r.string(target, "triple", "target.triple");
   a.computeUnits = r.integer(target, "compute_units", "target.compute_units");
+  a.xcds = r.integer(target, "xcds", "target.xcds");
   const json::Value *decode = r.object(root, "decode", "decode");
   std::string kvFormat = r.string(decode, "kv_format", "decode.kv_format");
   a.numHeads = r.integer(decode, "num_heads", "decode.num_heads");
@@ -481,6 +486,7 @@ rt::Expected<Artifact> mla::parseArtifact(std::string_view bytes) {
   if (a.numHeads <= 0 || a.numHeads > limits::kMaxHeads || a.qkDim <= 0 ||
       a.qkDim > limits::kMaxHeadDim || a.vDim <= 0 || a.vDim > a.qkDim ||
       a.computeUnits <= 0 || a.computeUnits > limits::kMaxComputeUnits ||
+      a.xcds <= 0 || a.xcds > a.computeUnits ||
       a.forcedSplits < 0 || a.forcedSplits > kMaxSplitsPerSeq ||
       !(a.smScale >= 0.0) || !std::isfinite(a.smScale) || a.pageSize < 0 ||
       a.pageSize > 256 || (a.pageSize & (a.pageSize - 1)) != 0)
@@ -535,10 +541,24 @@ rt::Expected<Artifact> mla::parseArtifact(std::string_view bytes) {
     return invalid("the archive holds members the manifest does not list");
   if (a.cpuModule.empty())
     return invalid("the reference form (", kCpuModule, ") is missing");
-  if ((!a.hsaco.empty() || !a.emuModule.empty()) && a.kernels.size() != 2)
-    return invalid("an artifact with kernels describes the partial and the "
-                   "combine kernel");
+  if ((!a.hsaco.empty() || !a.emuModule.empty()) && a.kernels.size() != 3)
+    return invalid("an artifact with kernels describes the partial, the "
+                   "combine and the plan kernel");
+  if (!a.kernels.empty() &&
+      (!persistentWorkgroups(a) || *persistentWorkgroups(a) % a.xcds != 0))
+    return invalid("the partial kernel's grid is not a fixed workgroup count "
+                   "in 1..", limits::kMaxComputeUnits, ", a multiple of the ",
+                   a.xcds, " XCDs");
   return a;
+}
+
+std::optional<int64_t> mla::persistentWorkgroups(const Artifact &a) {
+  if (a.kernels.empty())
+    return std::nullopt;
+  auto count = resolveDim(a.kernels[0].grid[0], {});
+  if (!count || *count < 1 || *count > limits::kMaxComputeUnits)
+    return std::nullopt;
+  return *count;
 }
 
 rt::Expected<Artifact> mla::readArtifactFile(const std::string &path) {

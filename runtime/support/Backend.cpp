@@ -23,6 +23,9 @@ Expected<const void *> LaunchBuffers::pointer(std::string_view name) const {
       {arg::kKVLastPageLen, kvLastPageLen},
       {arg::kWorkItems, workItems},
       {arg::kItemIndptr, itemIndptr},
+      {arg::kWorkUnits, workUnits},
+      {arg::kWorkgroupUnits, workgroupUnitIndptr},
+      {arg::kPlanStatus, planStatus},
       {arg::kOut, out},
       {arg::kLse, lse},
       {arg::kPartialOut, partialOut},
@@ -40,7 +43,13 @@ Expected<int64_t> LaunchBuffers::resolve(std::string_view entry) const {
                             {dim::kKVIndices, numKVIndices},
                             {dim::kSeqsPlusOne, numSeqs + 1},
                             {dim::kSequences, numSeqs},
-                            {dim::kWorkItems, numWorkItems}});
+                            {dim::kWorkItems, numWorkItems},
+                            {dim::kWorkUnits, numWorkUnits}});
+}
+
+bool LaunchBuffers::runs(const ArtifactKernel &kernel) const {
+  bool isPlan = kernel.name == kernel::kPlan;
+  return planOnly ? isPlan : devicePlan || !isPlan;
 }
 
 Error Backend::allocate(size_t bytes, void **ptr) {

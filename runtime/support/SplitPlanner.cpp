@@ -12,6 +12,12 @@
 // (which can be written without a combine): on {8192, 16, 16, 16} only the
 // first is split. A sequence's items are of equal size up to one tile.
 //
+// The persistent grid's schedule cuts the items' row blocks (units), in
+// order, into `workgroups` runs of about equal cost: an item whose cost
+// spans [s, e) of the total T takes logical workgroups [s·G/T, e·G/T),
+// its row blocks kept on one XCD (unitWorkgroup). The device planner (the
+// compiler's plan kernel) computes the same schedule.
+//
 //===----------------------------------------------------------------------===//
 
 #include "mla/Runtime/SplitPlanner.h"
@@ -28,6 +34,71 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 } // namespace
 
+namespace {
+/// Every row block of every item, in order, on the logical workgroup where
+/// its cost starts.
+void scheduleUnits(WorkList &list, const std::vector<int64_t> &kvLens,
+                   const SplitOptions &options) {
+  auto workgroupsOf = [&](int32_t seq) -> int64_t {
+    return options.workgroupsPerItem.empty()
+               ? 1
+               : options.workgroupsPerItem[seq];
+  };
+  int64_t total = 0;
+  for (size_t b = 0; b < kvLens.size(); ++b)
+    total += (kvLens[b] + list.numItemsOf(b) * options.unitOverhead) *
+             workgroupsOf(b);
+  int64_t start = 0, perXcd = options.workgroups / options.xcds;
+  for (size_t i = 0; i < list.items.size(); ++i) {
+    const WorkItem &item = list.items[i];
+    int64_t blocks = workgroupsOf(item.seq);
+    int64_t end =
+        start + (item.kvEnd - item.kvBegin + options.unitOverhead) * blocks;
+    for (int64_t r = 0; r < blocks; ++r)
+      list.units.push_back(
+          {static_cast<int32_t>(i), static_cast<int32_t>(r),
+           static_cast<int32_t>(unitWorkgroup(start, end, total, r, blocks,
+                                              options.workgroups, perXcd))});
+    start = end;
+  }
+  // Workgroup j's units: the first with workgroup >= j, up to the next's.
+  size_t u = 0;
+  for (int64_t j = 0; j <= options.workgroups; ++j) {
+    while (u < list.units.size() && list.units[u].workgroup < j)
+      ++u;
+    list.workgroupUnitIndptr.push_back(static_cast<int32_t>(u));
+  }
+}
+} // namespace
+
+int64_t mla::unitWorkgroup(int64_t start, int64_t end, int64_t total,
+                           int64_t r, int64_t rowBlocks, int64_t workgroups,
+                           int64_t perXcd) {
+  int64_t first = start * workgroups / total;
+  int64_t last = std::max(first + 1, end * workgroups / total);
+  // The part of [first, last) on first's XCD, or on the next XCD when that
+  // part is larger and this one cannot give each block its own workgroup.
+  int64_t xcdEnd = (first / perXcd + 1) * perXcd;
+  int64_t lo = first, hi = std::min(last, xcdEnd);
+  int64_t nextHi = std::min(last, xcdEnd + perXcd);
+  if (hi - lo < rowBlocks && nextHi - xcdEnd > hi - lo) {
+    lo = xcdEnd;
+    hi = nextHi;
+  }
+  int64_t span = hi - lo;
+  return span >= rowBlocks ? lo + r : lo + r * span / rowBlocks;
+}
+
+WorkListBounds mla::workListBounds(int64_t computeUnits, int64_t maxSeqs,
+                                   int64_t maxWorkgroupsPerItem,
+                                   const SplitOptions &options) {
+  if (options.forcedSplits > 0) {
+    int64_t items = maxSeqs * options.forcedSplits;
+    return {items, items * maxWorkgroupsPerItem};
+  }
+  return {maxSeqs + computeUnits, maxSeqs * maxWorkgroupsPerItem + computeUnits};
+}
+
 rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
                                        const std::vector<int64_t> &kvLens,
                                        const SplitOptions &options) {
@@ -43,6 +114,11 @@ rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
                  options.maxSplitsPerSeq);
   if (options.minTilesPerItem <= 0 || options.maxSplitsPerSeq <= 0)
     return error("minTilesPerItem and maxSplitsPerSeq must be positive");
+  if (options.workgroups < 0 || options.workgroups > INT32_MAX ||
+      options.unitOverhead <= 0 || options.xcds <= 0 ||
+      options.workgroups % options.xcds != 0)
+    return error("workgroups must be a non-negative multiple of xcds and "
+                 "unitOverhead positive");
   if (!options.workgroupsPerItem.empty() &&
       options.workgroupsPerItem.size() != kvLens.size())
     return error("workgroupsPerItem has ", options.workgroupsPerItem.size(),
@@ -56,8 +132,8 @@ rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
     int64_t workgroups = options.workgroupsPerItem.empty()
                              ? 1
                              : options.workgroupsPerItem[b];
-    if (workgroups < 1 || workgroups > 1024)
-      return error("workgroups per item ", workgroups, " outside 1..1024");
+    if (workgroups < 0 || workgroups > 1024)
+      return error("workgroups per item ", workgroups, " outside 0..1024");
     total += len * workgroups;
   }
 
@@ -96,5 +172,7 @@ rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
     }
     list.seqItemIndptr.push_back(static_cast<int32_t>(list.items.size()));
   }
+  if (options.workgroups > 0)
+    scheduleUnits(list, kvLens, options);
   return list;
 }

@@ -1,5 +1,6 @@
 // mla-to-gpu: the split-level ops get a partial and a combine kernel in a
-// gpu.module for the target chip; the host ops point at them.
+// gpu.module for the target chip, and the device planner a plan kernel;
+// the host ops point at theirs.
 // RUN: mla-opt %s --mla-select-config --mla-split-kv --mla-to-gpu | FileCheck %s
 
 // CHECK: module attributes {gpu.container_module}
@@ -7,28 +8,30 @@
 // CHECK: mla.combine {{.+}} {mla.kernel = @mla_kernels::@mla_combine}
 // CHECK: gpu.module @mla_kernels [#rocdl.target<O = 3, chip = "gfx950">]
 // CHECK: gpu.func @mla_partial_decode(%[[Q:[^ ,)]+]]: memref<?x16x576xbf16>, %[[KV:[^ ,)]+]]: memref<?x576xf8E4M3FN, #gpu.address_space<global>>,
+// CHECK-SAME: %[[UNITS:[^ ,)]+]]: memref<?x3xi32>, %[[WGUNITS:[^ ,)]+]]: memref<257xi32>)
 // CHECK-SAME: workgroup(%[[KVLDS:[^ ,)]+]] : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, %[[SLDS:[^ ,)]+]] : memref<1x16x64xf32, #gpu.address_space<workgroup>>, %[[PLDS:[^ ,)]+]] : memref<1x2x16x64xf8E4M3FN, #gpu.address_space<workgroup>>, %{{.+}} : memref<4x16xf32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: kernel
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
-// CHECK-SAME: mla.launch = {arg_dims = {{\[}}["num_tokens", "16", "576"], ["num_kv_rows", "576"], ["1"], ["num_seqs+1"], ["num_seqs+1"], ["num_work_items", "4"], ["num_work_items", "4", "16", "512"], ["num_work_items", "4", "16"], ["num_seqs+1"], ["num_tokens", "16", "512"], ["num_tokens", "16"]], args = ["q", "kv", "kv_scale", "qo_indptr", "kv_indptr", "work_items", "partial_out", "partial_lse", "item_indptr", "out", "lse"], block = [256, 1, 1], grid = ["roundup(num_work_items,8)*4", "1", "1"], heads_per_block = 16 : i64, lds_bytes = 80128 : i64, rows_per_workgroup = 16 : i64}
+// CHECK-SAME: mla.launch = {arg_dims = {{\[}}["num_tokens", "16", "576"], ["num_kv_rows", "576"], ["1"], ["num_seqs+1"], ["num_seqs+1"], ["num_work_items", "4"], ["num_work_items", "4", "16", "512"], ["num_work_items", "4", "16"], ["num_seqs+1"], ["num_tokens", "16", "512"], ["num_tokens", "16"], ["num_work_units", "3"], ["257"]], args = ["q", "kv", "kv_scale", "qo_indptr", "kv_indptr", "work_items", "partial_out", "partial_lse", "item_indptr", "out", "lse", "work_units", "workgroup_unit_indptr"], block = [256, 1, 1], grid = ["256", "1", "1"], heads_per_block = 16 : i64, lds_bytes = 80128 : i64, rows_per_workgroup = 16 : i64}
 // CHECK-SAME: rocdl.flat_work_group_size = "256,256"
 // CHECK-SAME: rocdl.waves_per_eu = 1 : i32
-// Workgroup id -> (work item, row block): a work item's row blocks (at H =
-// 16 its 4 waves share one group of 16 rows, so one block per token) take
-// consecutive dispatch slots of one of the 8 XCDs (id % 8), so they share
-// its L2; ids past the work list do nothing.
+// The persistent grid, 256 workgroups: workgroup id -> logical workgroup
+// (the 32 dispatch slots of XCD id % 8 are logical workgroups 32·xcd..,
+// so the consecutive units of a work item's row blocks share an XCD's L2),
+// which runs its units [workgroup_unit_indptr[j], [j+1]), each a (work
+// item, row block).
+// CHECK: %[[WAVE:[^ ,)]+]] = arith.divui %thread_id_x, %c64
 // CHECK: %[[ID:[^ ,)]+]] = gpu.block_id x
 // CHECK: %[[XCD:[^ ,)]+]] = arith.remui %[[ID]], %c8
 // CHECK: %[[DSLOT:[^ ,)]+]] = arith.divui %[[ID]], %c8
-// CHECK: %[[ROWBLOCK:[^ ,)]+]] = arith.remui %[[DSLOT]], %c4
-// CHECK: %[[NTH:[^ ,)]+]] = arith.divui %[[DSLOT]], %c4
-// CHECK: %[[SCALED:[^ ,)]+]] = arith.muli %[[NTH]], %c8
-// CHECK: %[[ITEM:[^ ,)]+]] = arith.addi %[[SCALED]], %[[XCD]]
-// CHECK: %[[NITEMS:[^ ,)]+]] = memref.dim %{{.+}}, %c0
-// CHECK: arith.cmpi slt, %[[ITEM]], %[[NITEMS]]
+// CHECK: %[[BASE:[^ ,)]+]] = arith.muli %[[XCD]], %c32
+// CHECK: %[[LOGICAL:[^ ,)]+]] = arith.addi %[[BASE]], %[[DSLOT]]
+// CHECK: memref.load %[[WGUNITS]][%[[LOGICAL]]]
+// CHECK: scf.for %[[UNIT:[^ ,)]+]] = %{{.+}} to %{{.+}} step %c1 {
+// CHECK:   %[[ITEM32:[^ ,)]+]] = memref.load %[[UNITS]][%[[UNIT]], %c0]
+// CHECK:   %[[BLOCK32:[^ ,)]+]] = memref.load %[[UNITS]][%[[UNIT]], %c1]
 // A wave's group and share: wave / 4 (the row group), wave % 4 (the part);
 // it scores tile rows 16·part.. and sums Dv columns 128·part...
-// CHECK: %[[WAVE:[^ ,)]+]] = arith.divui %thread_id_x, %c64
 // CHECK: %[[ROWGROUP:[^ ,)]+]] = arith.divui %[[WAVE]], %c4
 // CHECK: %[[PART:[^ ,)]+]] = arith.remui %[[WAVE]], %c4
 // CHECK: %[[KVBASE:[^ ,)]+]] = arith.muli %[[PART]], %c16
@@ -85,9 +88,13 @@
 // CHECK:   vector.transfer_write %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %[[VBASE]]] {{.+}} : vector<16x128xf32>, memref<?x4x16x512xf32>
 // CHECK: gpu.func @mla_combine({{.+}}) kernel
 // CHECK-SAME: grid = ["num_sequences", "1", "1"]
-// The combine skips single-item sequences.
-// CHECK: %[[ONE:.+]] = arith.cmpi eq, %{{.+}}, %c1
-// CHECK: arith.select %[[ONE]], %c0
+// The combine skips sequences of fewer than two work items.
+// CHECK: %[[SPLIT:.+]] = arith.cmpi slt, %c1, %{{.+}}
+// CHECK: arith.select %[[SPLIT]], %{{.+}}, %c0
+// The plan kernel: one workgroup of 256 threads; q and kv for their row
+// counts (the batch's bounds); the work list, schedule and status word.
+// CHECK: gpu.func @mla_plan(%{{.+}}: memref<?xi32>, %{{.+}}: memref<?xi32>, %{{.+}}: memref<?x16x576xbf16>, %{{.+}}: memref<?xi8>, %{{.+}}: memref<?x4xi32>, %{{.+}}: memref<?xi32>, %{{.+}}: memref<?x3xi32>, %{{.+}}: memref<257xi32>, %{{.+}}: memref<1xi32>) workgroup(%{{.+}} : memref<4x256xi64, #gpu.address_space<workgroup>>)
+// CHECK-SAME: args = ["qo_indptr", "kv_indptr", "q", "kv", "work_items", "item_indptr", "work_units", "workgroup_unit_indptr", "plan_status"], block = [256, 1, 1], grid = ["1", "1", "1"]
 
 func.func @decode_fp8(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xf8E4M3FN>,
                       %scale: tensor<1xf32>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>)

@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -60,6 +61,7 @@ struct Artifact {
   std::string chip; // an architecture of the target table
   std::string triple = "amdgcn-amd-amdhsa";
   int64_t computeUnits = 0;
+  int64_t xcds = 1; // the chiplets the chip deals workgroups to
   // The decode the artifact computes.
   CacheFormat format = CacheFormat::FP8;
   int64_t numHeads = 0, qkDim = 0, vDim = 0;
@@ -71,7 +73,7 @@ struct Artifact {
   // The reference form's pipeline: "decompose" or "split".
   std::string cpuPipeline = "decompose";
   int64_t cpuKVTile = 0;
-  /// The partial kernel first, then the combine kernel; empty when the
+  /// The partial kernel, the combine kernel, the plan kernel; empty when the
   /// artifact has neither a code object nor an emu form.
   std::vector<ArtifactKernel> kernels;
   // The forms; an empty string means the form is absent.
@@ -92,6 +94,10 @@ rt::Expected<Artifact> parseArtifact(std::string_view bytes);
 /// Reads `path` (IOError when it cannot) and parses it.
 rt::Expected<Artifact> readArtifactFile(const std::string &path);
 rt::Error writeArtifactFile(const Artifact &artifact, const std::string &path);
+
+/// The partial kernel's persistent grid (its fixed workgroup count), which
+/// the host planner schedules the work for; none without kernels.
+std::optional<int64_t> persistentWorkgroups(const Artifact &artifact);
 
 /// The value of a dim or grid entry given the symbols' values.
 rt::Expected<int64_t>

@@ -29,17 +29,30 @@ struct LaunchBuffers {
   const void *q = nullptr, *kv = nullptr, *kvScale = nullptr;
   const int32_t *qoIndptr = nullptr, *kvIndptr = nullptr;
   const int32_t *kvIndices = nullptr, *kvLastPageLen = nullptr; // paged
-  const int32_t *workItems = nullptr, *itemIndptr = nullptr; // the work list
+  // The work list: items, their indptr per sequence, the persistent grid's
+  // schedule, and (device plans) the plan kernel's status word.
+  int32_t *workItems = nullptr, *itemIndptr = nullptr;
+  int32_t *workUnits = nullptr, *workgroupUnitIndptr = nullptr;
+  int32_t *planStatus = nullptr;
   void *out = nullptr;
   float *lse = nullptr;
   float *partialOut = nullptr, *partialLse = nullptr; // the workspace
   int64_t numSeqs = 0, numTokens = 0, numKVRows = 0, numWorkItems = 0;
+  int64_t numWorkUnits = 0;
+  /// A device plan: the plan kernel writes the work list before the partial
+  /// kernel reads it; otherwise the host planner wrote it.
+  bool devicePlan = false;
+  /// Only the plan kernel (mla_launch_plan_kernel).
+  bool planOnly = false;
   int64_t pageSize = 0, numKVIndices = 0; // paged: P and kv_indptr[B]
 
   /// The buffer a kernel argument of the artifact names.
   rt::Expected<const void *> pointer(std::string_view argName) const;
   /// The value of a dim:: size symbol.
   rt::Expected<int64_t> resolve(std::string_view entry) const;
+  /// Whether this launch runs `kernel`: the plan kernel only for a device
+  /// plan.
+  bool runs(const ArtifactKernel &kernel) const;
 };
 
 /// The emu backend's cache-traffic model (mla_kv_traffic).
@@ -93,7 +106,7 @@ Expected<std::unique_ptr<Backend>> createJitBackend(JitBackendKind kind);
 constexpr const char *kJitEntryPoint = "mla_jit_backend_create";
 /// Bumped whenever Backend, LoadedKernel, LaunchBuffers or Artifact change
 /// layout: the runtime and the JIT library are built together.
-constexpr int kJitAbiVersion = 1;
+constexpr int kJitAbiVersion = 2;
 
 } // namespace mla::rt
 

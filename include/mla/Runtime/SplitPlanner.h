@@ -31,12 +31,27 @@ struct WorkItem {
   int32_t partialSlot;
 };
 
+/// One workgroup's run of the partial kernel in a persistent grid: row
+/// block `rowBlock` of work item `item`, on logical workgroup `workgroup`.
+struct WorkUnit {
+  int32_t item;
+  int32_t rowBlock;
+  int32_t workgroup;
+};
+
 struct WorkList {
   std::vector<WorkItem> items;
   /// The items (= partial slots) of sequence b are
   /// [seqItemIndptr[b], seqItemIndptr[b+1]); a sequence with one item can be
   /// written directly, without a combine.
   std::vector<int32_t> seqItemIndptr;
+
+  /// The persistent grid's schedule (SplitOptions::workgroups > 0): every
+  /// row block of every item that holds query rows, in item order; logical
+  /// workgroup j runs units [workgroupUnitIndptr[j],
+  /// workgroupUnitIndptr[j+1]) (docs/split-planning.md).
+  std::vector<WorkUnit> units;
+  std::vector<int32_t> workgroupUnitIndptr;
 
   int64_t numItems() const { return items.size(); }
   int64_t numItemsOf(int64_t seq) const {
@@ -58,7 +73,38 @@ struct SplitOptions {
   /// Balanced policy: the workgroups each item of sequence b keeps busy
   /// (its query rows over the rows a workgroup serves); empty: one each.
   std::vector<int64_t> workgroupsPerItem;
+  /// > 0: also schedule the items' row blocks on a persistent grid of this
+  /// many workgroups (WorkList::units), dealt to `xcds` chiplets (a
+  /// divisor of workgroups).
+  int64_t workgroups = 0;
+  int64_t xcds = 1;
+  /// The schedule's cost of a unit: its positions plus this fixed cost (Q
+  /// load, pipeline fill, epilogue), in positions.
+  int64_t unitOverhead = 64;
 };
+
+/// The most items and units a batch of `maxSeqs` sequences can need on a
+/// chip of `computeUnits` CUs, whatever their lengths: the balanced policy
+/// makes at most one item per sequence more than its share of the chunks
+/// (`maxSeqs + computeUnits` items), a forced split N items per sequence;
+/// an item has at most `maxWorkgroupsPerItem` units. The device planner's
+/// buffers are sized by it.
+struct WorkListBounds {
+  int64_t items, units;
+};
+/// The logical workgroup of row block r of an item of `rowBlocks` blocks
+/// whose cost spans [start, end) of the batch's `total`: the item's blocks
+/// take the workgroups its cost covers, proportionally, within one XCD
+/// (logical workgroups of one XCD are consecutive, `perXcd` of them), so
+/// that they share its L2; own workgroups when there are enough, else
+/// spread evenly. Non-decreasing over the units in order. The plan kernel
+/// computes the same.
+int64_t unitWorkgroup(int64_t start, int64_t end, int64_t total, int64_t r,
+                      int64_t rowBlocks, int64_t workgroups, int64_t perXcd);
+
+WorkListBounds workListBounds(int64_t computeUnits, int64_t maxSeqs,
+                              int64_t maxWorkgroupsPerItem,
+                              const SplitOptions &options);
 
 /// Plans the work list for a chip of `computeUnits` CUs; errors on invalid
 /// options or lengths.

@@ -232,17 +232,20 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
     argument names and shapes) and deliberate attributes (`known_block_size` 256,
     `rocdl.flat_work_group_size`, `rocdl.waves_per_eu`).
 
-    The partial kernel: a workgroup per (work item, block of query rows), 4
-    waves; the (token, head) rows of a block of `heads_per_workgroup` heads
-    go in groups of 16 to the waves, token-major, `waves_per_row_group`
-    waves to a group (which split the tile's KV rows for QK and the Dv
-    columns for PV), so one KV read per tile serves 64 / W rows (every head
-    of a token at q_len 1 with the default W; blocks past a sequence's rows
-    return at once). The grid is roundup(work items, xcds) · B on one axis
-    (B row blocks per item for q_len 4), and the kernel puts a work item's
-    row blocks in consecutive dispatch slots of one XCD (the chip deals
-    workgroup ids to XCDs round robin), so they share its L2 and each cache
-    byte comes from HBM once. KV tiles (kv_tile rows; mxfp4 with its E8M0
+    The partial kernel: a persistent grid of one workgroup per CU, each
+    running the units the planner scheduled for it (docs/split-planning.md),
+    a unit being a (work item, block of query rows); 4 waves; the (token,
+    head) rows of a block of `heads_per_workgroup` heads go in groups of 16
+    to the waves, token-major, `waves_per_row_group` waves to a group (which
+    split the tile's KV rows for QK and the Dv columns for PV), so one KV
+    read per tile serves 64 / W rows (every head of a token at q_len 1 with
+    the default W). The grid is the CUs (256), whatever the batch;
+    workgroup id g runs logical workgroup (g mod xcds) · CUs/xcds + ⌊g /
+    xcds⌋ (the chip deals workgroup ids to XCDs round robin), and the
+    planner gives a work item's row blocks consecutive logical workgroups
+    of one XCD, so they share its L2 and each cache byte comes from HBM
+    once. The pass also builds the plan kernel `mla_plan`: the planner on
+    the device, launched by device plans (docs/runtime.md). KV tiles (kv_tile rows; mxfp4 with its E8M0
     scales)
     are DMA'd global -> LDS with `amdgpu.gather_to_lds` into 2 stages, the
     next tile in flight while the current one is used — the only reads of
@@ -264,19 +267,23 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
     gpu.module @mla_kernels [#rocdl.target<chip = "gfx950", O = 3>] {
       gpu.func @mla_partial_decode(...) workgroup(...) kernel
           attributes {known_block_size = array<i32: 256, 1, 1>,
-                      mla.launch = {block = [256, 1, 1], grid = ["roundup(num_work_items,8)*1", "1", "1"],
-                                    lds_bytes = 98560, ...}} {
+                      mla.launch = {block = [256, 1, 1], grid = ["256", "1", "1"],
+                                    lds_bytes = 80128, ...}} {
         %id = gpu.block_id x
         %xcd = arith.remui %id, %c8 : index
-        ...
-        amdgpu.gather_to_lds %kv[...], %lds[...] : vector<16xf8E4M3FN>, ...
-        scf.for %t = %begin to %end step %c64 iter_args(...) {
-          %s = vector.contract ... : vector<16x576xbf16>, vector<64x576xbf16> into vector<16x64xf32>
-          ...
-          %o = vector.contract ... : vector<16x64xf8E4M3FN>, vector<64x512xf8E4M3FN> into vector<16x512xf32>
+        ...                                         // logical workgroup j
+        scf.for %unit = %first to %last step %c1 {  // (item, row block)
+          amdgpu.gather_to_lds %kv[...], %lds[...] : vector<16xf8E4M3FN>, ...
+          scf.for %t = %begin to %end step %c64 iter_args(...) {
+            %s = vector.contract ... : vector<16x576xbf16>, vector<64x576xbf16> into vector<16x64xf32>
+            ...
+            %o = vector.contract ... : vector<16x64xf8E4M3FN>, vector<64x512xf8E4M3FN> into vector<16x512xf32>
+          }
+          gpu.barrier
         }
       }
       gpu.func @mla_combine(...) kernel { ... }
+      gpu.func @mla_plan(...) workgroup(...) kernel { ... }
     }
     ```
 

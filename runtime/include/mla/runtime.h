@@ -134,6 +134,23 @@ mla_status mla_plan_create_paged(mla_kernel kernel, int32_t num_seqs,
                                  const int32_t *kv_indptr,
                                  const int32_t *kv_last_page_len,
                                  mla_plan *plan);
+/* A device plan, for graph capture and replay (docs/runtime.md): sized once
+ * from maxima, it plans each launch on the device. Every launch queues the
+ * plan kernel, which reads the batch from the device indptrs and writes
+ * the work list into args.work_list, then the partial and combine kernels
+ * on a fixed grid: the kernels, grids and arguments depend only on the
+ * maxima, so one captured launch replays every step. A launch passes
+ * num_seqs = max_seqs and num_tokens = max_tokens (the rows of q, out and
+ * lse); sequences past the step's batch have no tokens and no cache
+ * (repeat the last indptr entry). max_kv is the most cache rows
+ * (contiguous: num_kv_rows must be at least it) or page-table entries
+ * (paged: kv_indices holds max_kv) a step may use. A step beyond them, or
+ * with indptrs that do not start at 0 or decrease, or a q_len above 4, is
+ * not run: the status word (info.status_offset) says why and out and lse
+ * are not written. hip and emu only. */
+mla_status mla_plan_create_device(mla_kernel kernel, int32_t max_seqs,
+                                  int32_t max_tokens, int32_t max_kv,
+                                  mla_plan *plan);
 mla_status mla_plan_destroy(mla_plan plan);
 
 typedef struct mla_plan_info {
@@ -144,11 +161,24 @@ typedef struct mla_plan_info {
   int32_t num_work_items;
   size_t work_list_bytes; /* the device buffer mla_launch reads */
   size_t workspace_bytes; /* scratch mla_launch writes (partials) */
+  /* A device plan: the sizes above are maxima, and the int32 at byte
+   * status_offset of the work list buffer is the plan kernel's verdict on
+   * the last launch's batch: 0 planned and run, else the OR of
+   * MLA_PLAN_BAD_INDPTR, MLA_PLAN_TOO_MANY_TOKENS, MLA_PLAN_TOO_MANY_KV,
+   * MLA_PLAN_WORK_LIST_FULL (nothing was run). */
+  int32_t device_plan;
+  size_t status_offset;
 } mla_plan_info;
+
+#define MLA_PLAN_BAD_INDPTR 1       /* not from 0, decreasing, q_len > 4 */
+#define MLA_PLAN_TOO_MANY_TOKENS 2  /* qo_indptr[B] > max_tokens */
+#define MLA_PLAN_TOO_MANY_KV 4      /* kv_indptr[B] > the cache or page table */
+#define MLA_PLAN_WORK_LIST_FULL 8
 
 mla_status mla_plan_get_info(mla_plan plan, mla_plan_info *info);
 /* Writes the work list (work_list_bytes) to host memory; copy it to a
- * device buffer once and pass that to every launch with this plan. */
+ * device buffer once and pass that to every launch with this plan. A
+ * device plan has none to copy: its launches write it. */
 mla_status mla_plan_get_work_list(mla_plan plan, void *host_dst, size_t bytes);
 
 /*--- Launching -------------------------------------------------------------*/
@@ -159,7 +189,9 @@ typedef struct mla_decode_args {
   const void *kv_scale;     /* fp8: f32[1]; mxfp4: [N, Dqk/32] e8m0; bf16: NULL */
   const int32_t *qo_indptr; /* [num_seqs + 1], device */
   const int32_t *kv_indptr; /* [num_seqs + 1], device */
-  const void *work_list;    /* device copy of mla_plan_get_work_list */
+  void *work_list;          /* device copy of mla_plan_get_work_list;
+                               device plans: work_list_bytes the launch
+                               writes */
   void *out;                /* [T, H, Dv] bf16 */
   float *lse;               /* [T, H] f32, natural log */
   void *workspace;
@@ -182,6 +214,12 @@ typedef struct mla_decode_args {
 /* Queues the decode on `stream` (NULL: the default stream). */
 mla_status mla_launch(mla_kernel kernel, mla_plan plan,
                       const mla_decode_args *args, void *stream);
+
+/* Queues only a device plan's plan kernel: it writes the work list of the
+ * batch in `args` into args->work_list (and the status word) and runs no
+ * decode; for inspecting what the device planned. */
+mla_status mla_launch_plan_kernel(mla_kernel kernel, mla_plan plan,
+                                  const mla_decode_args *args, void *stream);
 
 /* The emu backend's model of where the cache bytes of a launch come from
  * (docs/runtime.md): the chip deals workgroup ids round-robin to its XCDs

@@ -124,6 +124,15 @@ public:
        const std::vector<int32_t> &kvIndptr,
        const std::vector<int32_t> &kvLastPageLen)
       : Owned(createPaged(kernel, qoIndptr, kvIndptr, kvLastPageLen)) {}
+  /// A device plan (mla_plan_create_device): sized from maxima, planned
+  /// on the device at every launch.
+  static Plan device(const Kernel &kernel, int32_t maxSeqs, int32_t maxTokens,
+                     int32_t maxKV) {
+    mla_plan plan = nullptr;
+    check(mla_plan_create_device(kernel.get(), maxSeqs, maxTokens, maxKV,
+                                 &plan));
+    return Plan(plan);
+  }
   mla_plan_info info() const {
     mla_plan_info info;
     check(mla_plan_get_info(get(), &info));
@@ -136,6 +145,7 @@ public:
   }
 
 private:
+  explicit Plan(mla_plan plan) : Owned(plan) {}
   static mla_plan create(const Kernel &kernel,
                          const std::vector<int32_t> &qoIndptr,
                          const std::vector<int32_t> &kvIndptr) {
