@@ -32,6 +32,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <random>
+#include <tuple>
 
 using namespace mla;
 namespace cl = llvm::cl;
@@ -131,6 +133,15 @@ static cl::opt<std::string> testEmuHazard(
              "hazard checker reports it"),
     cl::Hidden, cl::cat(category));
 
+static cl::opt<int> replay(
+    "replay",
+    cl::desc("Run N random batches through one device plan and one set of "
+             "buffers sized from the maxima (--batch sequences, the largest "
+             "--kv-len, 4 query tokens each, --page-size), launching with "
+             "identical arguments, as a captured graph replays; each step is "
+             "checked (hip, emu)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(category));
+
 static cl::opt<bool> kvTraffic(
     "kv-traffic",
     cl::desc("emu: print the modelled cache traffic of the partial kernel "
@@ -215,6 +226,20 @@ std::string cacheLayout(int64_t pageSize) {
                       : std::string("a contiguous cache");
 }
 
+/// The `kv_scale` buffer's contents: fp8's f32 scale, mxfp4's block scales,
+/// none for bf16.
+std::pair<const void *, size_t> cacheScales(const DecodeProblem &p) {
+  switch (p.format) {
+  case CacheFormat::FP8:
+    return {&p.fp8Scale, sizeof(float)};
+  case CacheFormat::MXFP4:
+    return {p.mxScales.data(), p.mxScales.size()};
+  case CacheFormat::BF16:
+    break;
+  }
+  return {nullptr, 0};
+}
+
 /// The plan of a contiguous or a paged launch (kv_indptr in pages).
 mla_status createPlan(mla_kernel kernel, const DecodeProblem &p,
                       mla_plan *plan) {
@@ -226,14 +251,17 @@ mla_status createPlan(mla_kernel kernel, const DecodeProblem &p,
   return mla_plan_create(kernel, B, p.qoIndptr.data(), p.kvIndptr.data(), plan);
 }
 
-/// Compiles (or reads) the artifact, plans, copies the inputs to the
-/// device, launches --repeat times and copies the results back.
-llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
-                                            const KernelSignature &sig) {
-  mla_backend kind = backend == "hip"   ? MLA_BACKEND_HIP
-                     : backend == "emu" ? MLA_BACKEND_EMU
-                                        : MLA_BACKEND_CPU;
-  Handles h;
+mla_backend backendKind() {
+  return backend == "hip"   ? MLA_BACKEND_HIP
+         : backend == "emu" ? MLA_BACKEND_EMU
+                            : MLA_BACKEND_CPU;
+}
+
+/// Opens the context and compiles (or reads) the artifact for problems
+/// like `p`.
+llvm::Error loadKernel(Handles &h, const DecodeProblem &p,
+                       const KernelSignature &sig) {
+  mla_backend kind = backendKind();
   CHECK_MLA(mla_context_create(kind, deviceOpt, &h.context),
             "creating the " + backend + " context");
   // Loading JIT-compiles the emu and cpu forms.
@@ -293,6 +321,23 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
                                      &h.kernel),
               "loading the artifact");
   }
+  if (kind == MLA_BACKEND_EMU) {
+    CHECK_MLA(mla_emu_check_hazards(h.context, !noHazardCheck),
+              "configuring the emu");
+    CHECK_MLA(mla_emu_schedule_seed(h.context, emuScheduleSeed),
+              "configuring the emu");
+  }
+  return llvm::Error::success();
+}
+
+/// Compiles (or reads) the artifact, plans, copies the inputs to the
+/// device, launches --repeat times and copies the results back.
+llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
+                                            const KernelSignature &sig) {
+  mla_backend kind = backendKind();
+  Handles h;
+  if (llvm::Error err = loadKernel(h, p, sig))
+    return std::move(err);
   int32_t B = static_cast<int32_t>(p.numSeqs());
   CHECK_MLA(createPlan(h.kernel, p, &h.plan), "planning");
   mla_plan_info plan;
@@ -306,12 +351,7 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
   int64_t T = p.numTokens, H = p.numHeads;
   auto q = d.allocate(p.q.size() * 2, p.q.data(), false);
   auto kv = d.allocate(p.kv.size(), p.kv.data(), false);
-  const void *scaleData = p.format == CacheFormat::FP8
-                              ? static_cast<const void *>(&p.fp8Scale)
-                              : p.mxScales.data();
-  size_t scaleBytes = p.format == CacheFormat::FP8     ? sizeof(float)
-                      : p.format == CacheFormat::MXFP4 ? p.mxScales.size()
-                                                       : 0;
+  auto [scaleData, scaleBytes] = cacheScales(p);
   auto scale = d.allocate(scaleBytes, scaleData, false);
   auto qo = d.allocate(p.qoIndptr.size() * 4, p.qoIndptr.data(), false);
   auto kvp = d.allocate(p.kvIndptr.size() * 4, p.kvIndptr.data(), false);
@@ -353,12 +393,6 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
   if (kvTraffic)
     CHECK_MLA(mla_emu_model_kv_traffic(h.context, 1),
               "modelling the cache traffic");
-  if (kind == MLA_BACKEND_EMU) {
-    CHECK_MLA(mla_emu_check_hazards(h.context, !noHazardCheck),
-              "configuring the emu");
-    CHECK_MLA(mla_emu_schedule_seed(h.context, emuScheduleSeed),
-              "configuring the emu");
-  }
   std::vector<double> times;
   {
     auto launching = phases.phase(
@@ -409,6 +443,223 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
                              result.lse.size() * 4),
             "copying out");
   return result;
+}
+
+/// The bar of the backend's kernels: the gfx950 kernels round P (fp8: Q
+/// too) to the cache's format, 5e-3 for fp8 and mxfp4, 4e-3 for bf16.
+Tolerance toleranceFor(CacheFormat format, bool gfx950Kernels) {
+  Tolerance tol = defaultTolerance(format);
+  if (gfx950Kernels)
+    tol.maxRelErr = format == CacheFormat::BF16 ? 4e-3 : 5e-3;
+  return tol;
+}
+
+/// The maxima a replay's device plan and buffers are sized from.
+struct ReplayMaxima {
+  int64_t seqs, kvLen, tokens, tableEntries, poolRows;
+};
+
+ReplayMaxima replayMaxima(const GenerateOptions &base) {
+  ReplayMaxima m;
+  m.seqs = base.batch > 0 ? base.batch : (int64_t)base.kvLens.size();
+  m.kvLen = *std::max_element(base.kvLens.begin(), base.kvLens.end());
+  m.tokens = m.seqs * kMaxQueryTokens;
+  int64_t P = base.pageSize;
+  if (P > 0) {
+    // The generator's pool for the largest batch: its pages and a quarter.
+    m.tableEntries = m.seqs * ((m.kvLen + P - 1) / P);
+    m.poolRows = (m.tableEntries + std::max<int64_t>(1, m.tableEntries / 4)) * P;
+  } else {
+    m.tableEntries = 0;
+    m.poolRows = std::max<int64_t>(1, m.seqs * m.kvLen);
+  }
+  return m;
+}
+
+/// One random step within the maxima: 1..seqs sequences, one q_len of
+/// 1..4, lengths drawn from 0, 1, the tile edges and the range.
+GenerateOptions replayStep(const GenerateOptions &base, const ReplayMaxima &m,
+                           std::mt19937_64 &rng) {
+  GenerateOptions step = base;
+  step.batch = 0;
+  step.seed = rng();
+  step.qLen = 1 + int64_t(rng() % kMaxQueryTokens);
+  int64_t seqs = 1 + int64_t(rng() % m.seqs);
+  const int64_t edges[] = {0, 1, 63, 64, 65, 127, 128, 129, m.kvLen};
+  step.kvLens.clear();
+  for (int64_t b = 0; b < seqs; ++b) {
+    int64_t len = rng() % 2 ? edges[rng() % std::size(edges)]
+                            : int64_t(rng() % (m.kvLen + 1));
+    step.kvLens.push_back(std::min(len, m.kvLen));
+  }
+  return step;
+}
+
+/// An indptr of `seqs` + 1 entries: the step's, then its last repeated (the
+/// sequences past the step's batch are empty).
+std::vector<int32_t> padIndptr(std::vector<int32_t> indptr, int64_t seqs) {
+  indptr.resize(seqs + 1, indptr.back());
+  return indptr;
+}
+
+/// The device buffers of a replay, sized from the maxima once; every
+/// step rewrites their contents and launches with the same arguments.
+struct ReplayBuffers {
+  void *q, *kv, *scale, *qo, *kvp, *ids, *last, *work, *out, *lse, *workspace;
+};
+
+llvm::Expected<ReplayBuffers> allocateReplay(DeviceBuffers &d,
+                                             const DecodeProblem &p,
+                                             const ReplayMaxima &m,
+                                             const mla_plan_info &plan) {
+  size_t scaleBytes = p.format == CacheFormat::FP8     ? sizeof(float)
+                      : p.format == CacheFormat::MXFP4 ? m.poolRows * p.qkDim / 32
+                                                       : 1;
+  size_t sizes[] = {
+      size_t(m.tokens * p.numHeads * p.qkDim * 2),
+      size_t(m.poolRows * p.rowBytes()),
+      scaleBytes,
+      size_t(m.seqs + 1) * 4,
+      size_t(m.seqs + 1) * 4,
+      size_t(std::max<int64_t>(1, m.tableEntries)) * 4,
+      size_t(std::max<int64_t>(1, m.seqs)) * 4,
+      plan.work_list_bytes,
+      size_t(m.tokens * p.numHeads * p.vDim * 2),
+      size_t(m.tokens * p.numHeads * 4),
+      std::max<size_t>(1, plan.workspace_bytes)};
+  void *ptrs[std::size(sizes)];
+  for (size_t i = 0; i < std::size(sizes); ++i) {
+    auto ptr = d.allocate(sizes[i], nullptr, true);
+    if (!ptr)
+      return ptr.takeError();
+    ptrs[i] = *ptr;
+  }
+  return ReplayBuffers{ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4], ptrs[5],
+                       ptrs[6], ptrs[7], ptrs[8], ptrs[9], ptrs[10]};
+}
+
+/// Writes a step's inputs into the replay's buffers and poisons its
+/// outputs (NaN: a row the step leaves unwritten fails the check).
+llvm::Error writeStep(mla_context ctx, const ReplayBuffers &r,
+                      const DecodeProblem &p, const ReplayMaxima &m) {
+  auto copy = [&](void *dst, const void *src, size_t bytes) -> llvm::Error {
+    if (bytes == 0)
+      return llvm::Error::success();
+    CHECK_MLA(mla_copy_to_device(ctx, dst, src, bytes), "copying a step in");
+    return llvm::Error::success();
+  };
+  std::vector<int32_t> qo = padIndptr(p.qoIndptr, m.seqs);
+  std::vector<int32_t> kvp = padIndptr(p.kvIndptr, m.seqs);
+  std::vector<int32_t> last = p.kvLastPageLen;
+  last.resize(m.seqs, 0);
+  std::vector<uint8_t> nan(m.tokens * p.numHeads * p.vDim * 2, 0xFF);
+  auto [scale, scaleBytes] = cacheScales(p);
+  for (auto [dst, src, bytes] :
+       std::initializer_list<std::tuple<void *, const void *, size_t>>{
+           {r.q, p.q.data(), p.q.size() * 2},
+           {r.kv, p.kv.data(), p.kv.size()},
+           {r.scale, scale, scaleBytes},
+           {r.qo, qo.data(), qo.size() * 4},
+           {r.kvp, kvp.data(), kvp.size() * 4},
+           {r.ids, p.kvIndices.data(), p.kvIndices.size() * 4},
+           {r.last, last.data(), p.paged() ? last.size() * 4 : 0},
+           {r.out, nan.data(), nan.size()},
+           {r.lse, nan.data(), size_t(m.tokens * p.numHeads * 4)}})
+    if (llvm::Error err = copy(dst, src, bytes))
+      return err;
+  return llvm::Error::success();
+}
+
+/// --replay: one device plan and one set of buffers for `steps` random
+/// batches, launched with identical arguments; a line per step. Returns
+/// the exit code: 0 when every step passes, 2 otherwise.
+llvm::Expected<int> runReplay(const GenerateOptions &base,
+                              const KernelSignature &sig, int steps) {
+  ReplayMaxima m = replayMaxima(base);
+  std::mt19937_64 rng(base.seed);
+  auto first = generateProblem(replayStep(base, m, rng));
+  if (!first)
+    return first.takeError();
+  Handles h;
+  if (llvm::Error err = loadKernel(h, *first, sig))
+    return std::move(err);
+  CHECK_MLA(mla_plan_create_device(h.kernel, int32_t(m.seqs),
+                                   int32_t(m.tokens),
+                                   int32_t(base.pageSize > 0 ? m.tableEntries
+                                                             : m.poolRows),
+                                   &h.plan),
+            "making the device plan");
+  mla_plan_info plan;
+  CHECK_MLA(mla_plan_get_info(h.plan, &plan), "planning");
+  DeviceBuffers d;
+  d.context = h.context;
+  auto r = allocateReplay(d, *first, m, plan);
+  if (!r)
+    return r.takeError();
+  mla_decode_args args{};
+  args.q = r->q;
+  args.kv = r->kv;
+  args.kv_scale = first->format == CacheFormat::BF16 ? nullptr : r->scale;
+  args.qo_indptr = static_cast<const int32_t *>(r->qo);
+  args.kv_indptr = static_cast<const int32_t *>(r->kvp);
+  args.kv_indices = base.pageSize > 0 ? static_cast<int32_t *>(r->ids) : nullptr;
+  args.kv_last_page_len =
+      base.pageSize > 0 ? static_cast<int32_t *>(r->last) : nullptr;
+  args.work_list = r->work;
+  args.out = r->out;
+  args.lse = static_cast<float *>(r->lse);
+  args.workspace = r->workspace;
+  args.workspace_bytes = plan.workspace_bytes;
+  args.num_seqs = plan.num_seqs;
+  args.num_tokens = plan.num_tokens;
+  args.num_kv_rows = int32_t(m.poolRows);
+  llvm::outs() << "replay: device plan for " << m.seqs << " sequences, "
+               << m.tokens << " tokens, " << m.poolRows << " cache rows"
+               << (base.pageSize > 0
+                       ? " (" + std::to_string(m.tableEntries) + " page-table entries)"
+                       : std::string())
+               << ": work list " << plan.work_list_bytes << " bytes, workspace "
+               << plan.workspace_bytes << " bytes\n";
+  Tolerance tol = toleranceFor(first->format, true);
+  int passed = 0;
+  for (int s = 0; s < steps; ++s) {
+    auto p = s == 0 ? std::move(first) : generateProblem(replayStep(base, m, rng));
+    if (!p)
+      return p.takeError();
+    if (llvm::Error err = writeStep(h.context, *r, *p, m))
+      return std::move(err);
+    CHECK_MLA(mla_launch(h.kernel, h.plan, &args, nullptr), "launching");
+    CHECK_MLA(mla_synchronize(h.context, nullptr), "synchronizing");
+    int32_t status = -1;
+    RunOutput got;
+    got.out.resize(p->numTokens * p->numHeads * p->vDim);
+    got.lse.resize(p->numTokens * p->numHeads);
+    CHECK_MLA(mla_copy_to_host(h.context, &status,
+                               static_cast<char *>(r->work) + plan.status_offset,
+                               sizeof status),
+              "reading the plan status");
+    CHECK_MLA(mla_copy_to_host(h.context, got.out.data(), r->out,
+                               got.out.size() * 2),
+              "copying out");
+    CHECK_MLA(mla_copy_to_host(h.context, got.lse.data(), r->lse,
+                               got.lse.size() * 4),
+              "copying out");
+    ErrorReport report =
+        compareWithReference(referenceDecode(*p), got.out, got.lse, tol);
+    bool ok = status == 0 && report.passed(tol);
+    passed += ok;
+    std::string lens;
+    for (int64_t b = 0; b < p->numSeqs(); ++b)
+      lens += (b ? "," : "") + std::to_string(p->kvLength(b));
+    llvm::outs() << llvm::format("step %d: B=%lld q_len=%lld kv=[%s] "
+                                 "status=%d rel_err=%.3e lse_max_abs_err=%.3e %s\n",
+                                 s, (long long)p->numSeqs(),
+                                 (long long)(p->numTokens / std::max<int64_t>(1, p->numSeqs())),
+                                 lens.c_str(), status, report.relErr,
+                                 report.lseMaxAbsErr, ok ? "PASS" : "FAIL");
+  }
+  llvm::outs() << "replay: " << passed << "/" << steps << " steps passed\n";
+  return passed == steps ? 0 : 2;
 }
 } // namespace
 
@@ -494,6 +745,45 @@ int main(int argc, char **argv) {
       scale = artifact->smScale;
     if (!pageSize.getNumOccurrences())
       rowsPerPage = artifact->pageSize;
+  }
+
+  if (replay != 0) {
+    if (replay < 0 || !generate || backend == "cpu")
+      return fail("--replay N (N >= 1) runs generated batches through a "
+                  "device plan on the emu or hip backend (--generate "
+                  "--backend emu|hip)");
+    if (!format)
+      return fail("--replay needs --format bf16|fp8|mxfp4 (or an --artifact)");
+    if (repeat > 1 || kvTraffic || !saveInputs.empty() || !outPath.empty() ||
+        !lsePath.empty() || noCheck || qLen.getNumOccurrences())
+      return fail("--replay draws each step's batch and q_len and checks "
+                  "every step: --repeat, --kv-traffic, --save-inputs, --out, "
+                  "--lse, --no-check and --q-len do not apply");
+    GenerateOptions opts;
+    opts.format = *format;
+    opts.batch = batch;
+    opts.kvLens = kvLens.empty() ? std::vector<int64_t>{300}
+                                 : std::vector<int64_t>(kvLens.begin(),
+                                                        kvLens.end());
+    opts.numHeads = numHeads;
+    opts.qkDim = qkWidth;
+    opts.vDim = vWidth;
+    opts.seed = seed;
+    opts.qScale = qScale;
+    opts.pageSize = rowsPerPage;
+    KernelSignature sig{*format, numHeads, qkWidth, vWidth, scale};
+    sig.pageSize = rowsPerPage;
+    sig.config = config.options();
+    llvm::outs() << "mla-run: format=" << formatName(*format)
+                 << " backend=" << backend << " replay=" << replay
+                 << " H=" << numHeads;
+    if (rowsPerPage > 0)
+      llvm::outs() << " P=" << rowsPerPage;
+    llvm::outs() << "\n";
+    auto code = runReplay(opts, sig, replay);
+    if (!code)
+      return fail(code.takeError());
+    return *code;
   }
 
   DecodeProblem problem;
@@ -582,11 +872,7 @@ int main(int argc, char **argv) {
 
   if (noCheck)
     return 0;
-  Tolerance tol = defaultTolerance(problem.format);
-  // The gfx950 kernels round P (fp8: Q too) to the cache's format: the bar
-  // is 5e-3 for fp8 and mxfp4, 4e-3 for bf16.
-  if (emu)
-    tol.maxRelErr = problem.format == CacheFormat::BF16 ? 4e-3 : 5e-3;
+  Tolerance tol = toleranceFor(problem.format, emu);
   ReferenceResult ref = [&] {
     auto phase = phases.phase("computing the float64 reference");
     return referenceDecode(problem);
