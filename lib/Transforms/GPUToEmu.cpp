@@ -221,6 +221,10 @@ LogicalResult LaneFunctionBuilder::run() {
                                              b.getI64IntegerAttr(*loads))});
     } else if (isa<amdgpu::SchedBarrierOp>(op)) {
       // There is no instruction scheduler to constrain.
+    } else if (isa<LLVM::FenceOp>(op)) {
+      // A lane's memory operations complete in program order, and lanes
+      // switch only at the synchronizing operations: memory is already
+      // ordered as a fence orders it.
     } else if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op)) {
       if (shuffle.getMode() != gpu::ShuffleMode::XOR ||
           !shuffle.getValue().getType().isF32())

@@ -23,6 +23,7 @@
 
 #include "mla/ABI.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <cstdint>
@@ -240,8 +241,11 @@ gpu::GPUFuncOp PlanKernel::build(OpBuilder &mb, StringRef name) {
     store(status, arg::kPlanStatus, {c0});
     scf::YieldOp::create(b, loc);
   });
-  // The units' workgroups, written above, are read by other threads.
+  // The units' workgroups, written above to global memory, are read by
+  // other threads: a barrier orders LDS only, the fences global memory.
+  LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release, "workgroup");
   gpu::BarrierOp::create(b, loc);
+  LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::acquire, "workgroup");
   emitWorkgroupRanges(ok, sums[1]);
   gpu::ReturnOp::create(b, loc);
   return func;
