@@ -663,6 +663,24 @@ llvm::Expected<int> runReplay(const GenerateOptions &base,
 }
 } // namespace
 
+/// The generator's options from the flags (the decode's shape given).
+static GenerateOptions generateOptions(CacheFormat format, int64_t numHeads,
+                                       int64_t qkWidth, int64_t vWidth,
+                                       int64_t rowsPerPage) {
+  GenerateOptions opts;
+  opts.format = format;
+  opts.batch = batch;
+  if (!kvLens.empty())
+    opts.kvLens.assign(kvLens.begin(), kvLens.end());
+  opts.numHeads = numHeads;
+  opts.qkDim = qkWidth;
+  opts.vDim = vWidth;
+  opts.seed = seed;
+  opts.qScale = qScale;
+  opts.pageSize = rowsPerPage;
+  return opts;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   mla::setVersionPrinter("mla-run");
@@ -755,22 +773,15 @@ int main(int argc, char **argv) {
     if (!format)
       return fail("--replay needs --format bf16|fp8|mxfp4 (or an --artifact)");
     if (repeat > 1 || kvTraffic || !saveInputs.empty() || !outPath.empty() ||
-        !lsePath.empty() || noCheck || qLen.getNumOccurrences())
+        !lsePath.empty() || noCheck || qLen.getNumOccurrences() ||
+        spareRows != 0)
       return fail("--replay draws each step's batch and q_len and checks "
                   "every step: --repeat, --kv-traffic, --save-inputs, --out, "
-                  "--lse, --no-check and --q-len do not apply");
-    GenerateOptions opts;
-    opts.format = *format;
-    opts.batch = batch;
-    opts.kvLens = kvLens.empty() ? std::vector<int64_t>{300}
-                                 : std::vector<int64_t>(kvLens.begin(),
-                                                        kvLens.end());
-    opts.numHeads = numHeads;
-    opts.qkDim = qkWidth;
-    opts.vDim = vWidth;
-    opts.seed = seed;
-    opts.qScale = qScale;
-    opts.pageSize = rowsPerPage;
+                  "--lse, --no-check, --q-len and --spare-rows do not apply");
+    GenerateOptions opts =
+        generateOptions(*format, numHeads, qkWidth, vWidth, rowsPerPage);
+    if (kvLens.empty())
+      opts.kvLens = {300};
     KernelSignature sig{*format, numHeads, qkWidth, vWidth, scale};
     sig.pageSize = rowsPerPage;
     sig.config = config.options();
@@ -791,19 +802,10 @@ int main(int argc, char **argv) {
     if (!format)
       return fail("--generate needs --format bf16|fp8|mxfp4 (or an "
                   "--artifact, whose format it takes)");
-    GenerateOptions opts;
-    opts.format = *format;
-    opts.batch = batch;
-    if (!kvLens.empty())
-      opts.kvLens.assign(kvLens.begin(), kvLens.end());
+    GenerateOptions opts =
+        generateOptions(*format, numHeads, qkWidth, vWidth, rowsPerPage);
     opts.qLen = qLen;
-    opts.numHeads = numHeads;
-    opts.qkDim = qkWidth;
-    opts.vDim = vWidth;
-    opts.seed = seed;
-    opts.qScale = qScale;
     opts.spareRows = spareRows;
-    opts.pageSize = rowsPerPage;
     auto generated = generateProblem(opts);
     if (!generated)
       return fail(generated.takeError());
