@@ -445,6 +445,79 @@ TEST(EmuTransposeLoad, Tr8GivesEachLaneEightRowsOfItsColumn) {
   }
 }
 
+TEST(EmuTransposeLoad, Tr4TransposesSixteenByNibbles) {
+  // LDS: 64 rows of 32 bytes, byte (r, c) = 37r + 11c + 5 (mod 256). Lane
+  // 16·kg + s names row 16·kg + s at byte 8 (E2M1 columns 16..31); it must
+  // get column 16 + s of rows 16·kg + j as nibble j (mxfp4 PV's V
+  // fragments, docs/mfma-layouts.md §6) and counts the nibbles that differ.
+  std::string source = R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%in: memref<256xf32, #gpu.address_space<global>>,
+                %out: memref<256xf32, #gpu.address_space<global>>)
+        workgroup(%lds: memref<64x32xi8, #gpu.address_space<workgroup>>)
+        kernel {
+      %t = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c8 = arith.constant 8 : index
+      %c16 = arith.constant 16 : index
+      %c32 = arith.constant 32 : index
+      %c64 = arith.constant 64 : index
+      %c256 = arith.constant 256 : index
+      %cells = arith.constant 2048 : index
+      %c37 = arith.constant 37 : index
+      %c11 = arith.constant 11 : index
+      %c5 = arith.constant 5 : index
+      scf.for %e = %t to %cells step %c256 {
+        %r = arith.divui %e, %c32 : index
+        %c = arith.remui %e, %c32 : index
+        %a = arith.muli %r, %c37 : index
+        %b = arith.muli %c, %c11 : index
+        %ab = arith.addi %a, %b : index
+        %v = arith.addi %ab, %c5 : index
+        %x = arith.index_cast %v : index to i8
+        memref.store %x, %lds[%r, %c] : memref<64x32xi8, #gpu.address_space<workgroup>>
+      }
+      gpu.barrier
+      %lane = arith.remui %t, %c64 : index
+      %kg = arith.divui %lane, %c16 : index
+      %s = arith.remui %lane, %c16 : index
+      %base = arith.muli %kg, %c16 : index
+      %row = arith.addi %base, %s : index
+      %got = amdgpu.transpose_load %lds[%row, %c8] : memref<64x32xi8, #gpu.address_space<workgroup>> -> vector<16xi4>
+      %half = arith.divui %s, %c2 : index
+      %byteCol = arith.addi %c8, %half : index
+      %odd = arith.remui %s, %c2 : index
+      %odd8 = arith.index_cast %odd : index to i8
+      %c4i8 = arith.constant 4 : i8
+      %shift = arith.muli %odd8, %c4i8 : i8
+      %zero = arith.constant 0.0 : f32
+      %one = arith.constant 1.0 : f32
+      %bad = scf.for %j = %c0 to %c16 step %c1 iter_args(%acc = %zero) -> f32 {
+        %rj = arith.addi %base, %j : index
+        %byte = memref.load %lds[%rj, %byteCol] : memref<64x32xi8, #gpu.address_space<workgroup>>
+        %sh = arith.shrui %byte, %shift : i8
+        %want = arith.trunci %sh : i8 to i4
+        %g = vector.extract %got[%j] : i4 from vector<16xi4>
+        %same = arith.cmpi eq, %g, %want : i4
+        %inc = arith.select %same, %zero, %one : f32
+        %next = arith.addf %acc, %inc : f32
+        scf.yield %next : f32
+      }
+      memref.store %bad, %out[%t] : memref<256xf32, #gpu.address_space<global>>
+      gpu.return
+    }
+  }
+}
+)mlir";
+  KernelRun run = runKernel(source, 0, true, {64, 32});
+  ASSERT_EQ(run.error, "");
+  for (int t = 0; t < kThreads; ++t)
+    ASSERT_EQ(run.out[t], 0.0f) << "lane " << t << " got wrong nibbles";
+}
+
 TEST(EmuTransposeLoad, MisalignedLaneIsAnError) {
   // Every lane names LDS byte 4: not 8-byte aligned.
   std::string source = R"mlir(

@@ -249,10 +249,11 @@ LogicalResult LaneFunctionBuilder::run() {
     } else if (auto tr = dyn_cast<amdgpu::TransposeLoadOp>(op)) {
       auto vt = cast<VectorType>(tr.getType());
       int64_t bits = vt.getElementTypeBitWidth();
-      if ((bits != 8 && bits != 16) || vt.getNumElements() * bits != 64)
-        return op->emitOpError("emu: only 64-bit transpose loads of 8- or "
-                               "16-bit elements (ds_read_b64_tr_b8/_b16) are "
-                               "modelled");
+      if ((bits != 4 && bits != 8 && bits != 16) ||
+          vt.getNumElements() * bits != 64)
+        return op->emitOpError("emu: only 64-bit transpose loads of 4-, 8- "
+                               "or 16-bit elements (ds_read_b64_tr_b4/_b8/"
+                               "_b16) are modelled");
       Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
       call(loc, "mla_emu_transpose_load", {},
            {ctx, address(loc, tr.getSrc(), tr.getSrcIndices()),

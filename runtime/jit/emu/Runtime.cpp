@@ -132,6 +132,7 @@ struct WaveSlot {
   std::array<int32_t, kWaveLanes> offsets;
   std::array<int64_t, kWaveLanes> src, dst;
   int64_t bytes = 0;
+  int64_t elementBits = 0; // transpose_load
   int64_t outstanding = 0; // memory_counter_wait: DMAs that may stay
   std::array<std::array<uint8_t, 8>, kWaveLanes> transposed; // transpose_load
   std::deque<PendingDma> dmas; // in flight, oldest first
@@ -487,10 +488,12 @@ static void mla_emu_wait_loads(int64_t ctx, int64_t outstanding) {
   });
 }
 
-/// ds_read_b64_tr_b8 / _b16: each lane names 8 bytes of LDS; within each
-/// group of 16 lanes the elements are exchanged so that lane L's element j
-/// is element L%n of the 8 bytes of lane G + (L%16)/n + (16/n)·j, where G is
-/// the group's first lane and n = 64 / element bits.
+/// ds_read_b64_tr_b4 / _b8 / _b16: each lane names 8 bytes of LDS; within
+/// each group of 16 lanes the elements are exchanged so that lane L's
+/// element j is element L%n of the 8 bytes of lane G + (L%16)/n + (16/n)·j,
+/// where G is the group's first lane and n = 64 / element bits (tr_b4: a
+/// plain 16x16 nibble transpose; element k of 8 bytes sits at bits
+/// bits·k.., little-endian).
 static void mla_emu_transpose_load(int64_t ctx, int64_t address,
                                    int64_t elementBits, int64_t result) {
   Lane &lane = laneOf(ctx);
@@ -503,18 +506,21 @@ static void mla_emu_transpose_load(int64_t ctx, int64_t address,
   int l = lane.id % kWaveLanes;
   WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
   slot.src[l] = address;
-  slot.bytes = elementBits / 8;
+  slot.elementBits = elementBits;
   rendezvous(lane, WaveOp::TransposeLoad, [](WaveSlot &s) {
-    int64_t elemBytes = s.bytes, perLane = 8 / elemBytes;
+    int64_t bits = s.elementBits, perLane = 64 / bits;
+    uint64_t mask = (1ull << bits) - 1;
     for (int L = 0; L < kWaveLanes; ++L) {
       int group = L & ~15, inGroup = L & 15;
+      uint64_t out = 0;
       for (int64_t j = 0; j < perLane; ++j) {
         int from = group + inGroup / perLane + (16 / perLane) * j;
-        std::memcpy(s.transposed[L].data() + j * elemBytes,
-                    reinterpret_cast<const uint8_t *>(s.src[from]) +
-                        (inGroup % perLane) * elemBytes,
-                    elemBytes);
+        uint64_t word;
+        std::memcpy(&word, reinterpret_cast<const void *>(s.src[from]), 8);
+        uint64_t element = (word >> (bits * (inGroup % perLane))) & mask;
+        out |= element << (bits * j);
       }
+      std::memcpy(s.transposed[L].data(), &out, 8);
     }
   });
   std::memcpy(reinterpret_cast<void *>(result), slot.transposed[l].data(), 8);
