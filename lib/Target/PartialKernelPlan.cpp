@@ -22,6 +22,10 @@ FormatStrategy PartialKernelPlan::strategy() const {
     return {QKPath::ScaledMfma, PEncoding::Fp8TwoParts, PVPath::FromTile,
             false};
   case CacheFormat::MXFP4:
+    // A wave converting all Dv columns of V itself (W = 1) would do four
+    // times the workgroup's shared decode.
+    if (wavesPerRowGroup() > 1)
+      return {QKPath::ScaledMfma, PEncoding::F32, PVPath::ScaledP, true};
     return {QKPath::ScaledMfma, PEncoding::Bf16, PVPath::DecodedHalfTiles,
             true};
   }
@@ -42,8 +46,9 @@ int64_t PartialKernelPlan::scalePieces() const {
 }
 
 std::vector<LdsBuffer> PartialKernelPlan::ldsBuffers() const {
-  const int64_t pBytes = strategy().p == PEncoding::Bf16 ? 2 : 1;
-  const int64_t pParts = strategy().p == PEncoding::Bf16 ? 1 : 2;
+  const PEncoding p = strategy().p;
+  const int64_t pBytes = p == PEncoding::F32 ? 4 : p == PEncoding::Bf16 ? 2 : 1;
+  const int64_t pParts = p == PEncoding::Fp8TwoParts ? 2 : 1;
   std::vector<LdsBuffer> buffers = {
       {"kv_tiles", {s.pipelineStages, s.kvTile, rowElements()},
        LdsElement::Cache, elementBytes()},
@@ -54,6 +59,9 @@ std::vector<LdsBuffer> PartialKernelPlan::ldsBuffers() const {
   if (strategy().pv == PVPath::DecodedHalfTiles)
     buffers.push_back(
         {"decoded_v", {kVHalfRows, s.vDim}, LdsElement::BF16, 2});
+  if (strategy().pv == PVPath::ScaledP)
+    buffers.push_back(
+        {"v_scales", {vScaleBlocks(), s.kvTile}, LdsElement::F32, 4});
   if (strategy().blockScales)
     buffers.push_back({"tile_scales", {s.pipelineStages, scaleLdsBytes()},
                        LdsElement::E8M0, 1});
@@ -90,6 +98,13 @@ PartialKernelPlan::unsupported(int64_t ldsLimit) const {
   if (isMXFP4() && (s.kvTile != 64 || s.qkDim % 32 != 0))
     return std::string("the mxfp4 kernel needs kv_tile = 64 and Dqk a "
                        "multiple of 32");
+  // ScaledP: whole 32-column V blocks per wave, 8-byte aligned tile rows
+  // for the transposed loads, the scale expansion spread evenly.
+  if (strategy().pv == PVPath::ScaledP &&
+      (vColumnsPerWave() % 32 != 0 || rowBytes() % 8 != 0 ||
+       vScaleBlocks() * s.kvTile % kThreads != 0))
+    return "the mxfp4 kernel with waves_per_row_group = " + str(split) +
+           " needs Dv/" + str(split) + " a multiple of 32";
   if (s.qkDim % 64 != 0 || s.vDim % 16 != 0)
     return std::string("gfx950 kernels need Dqk a multiple of 64 and Dv a "
                        "multiple of 16");

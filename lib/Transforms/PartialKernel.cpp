@@ -73,8 +73,15 @@ Type PartialKernel::kvMemType(Builder &b) const {
 }
 
 Type PartialKernel::pvType(Builder &b) const {
-  return strategy.p == PEncoding::Bf16 ? Type(b.getBF16Type())
-                                       : Type(b.getType<Float8E4M3FNType>());
+  switch (strategy.p) {
+  case PEncoding::Bf16:
+    return b.getBF16Type();
+  case PEncoding::Fp8TwoParts:
+    return b.getType<Float8E4M3FNType>();
+  case PEncoding::F32:
+    return b.getF32Type();
+  }
+  return {};
 }
 
 SmallVector<Type> PartialKernel::ldsTypes(Builder &b) const {
@@ -196,6 +203,8 @@ void PartialKernel::bindArguments(gpu::GPUFuncOp func) {
   lds.rowFactors = attributions[next++];
   if (strategy.pv == PVPath::DecodedHalfTiles)
     lds.decodedV = attributions[next++];
+  if (strategy.pv == PVPath::ScaledP)
+    lds.vScales = attributions[next++];
   if (strategy.blockScales)
     lds.tileScales = attributions[next++];
 }
@@ -376,8 +385,11 @@ void PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   if (testHazard != "drop-tile-barrier")
     gpu::BarrierOp::create(b, loc);
 
+  if (strategy.pv == PVPath::ScaledP)
+    emitVScaleExpansion(b, stage);
   emitQK(b, stage);
-  // The waves of a row group read each other's scores.
+  // The waves of a row group read each other's scores (and, with ScaledP,
+  // the V scales every thread expanded).
   if (testHazard != "drop-score-barrier")
     gpu::BarrierOp::create(b, loc);
 
@@ -388,11 +400,12 @@ void PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   Value scaled = arith::MulFOp::create(b, loc, acc, readRowFactors(b));
   Value newAcc = emitPV(b, stage, scaled);
   // The next iteration's DMA overwrites the stage other waves still read
-  // for PV (fp8, bf16). mxfp4's PV reads the stage only while decoding V,
-  // before barriers of its own, and the score, P and factor buffers are
-  // each wave's own: it needs no barrier here (the emu's hazard checker
-  // proves both, test/Integration/emu-hazards.test).
-  if (strategy.pv == PVPath::FromTile && testHazard != "drop-loop-barrier")
+  // for PV (fp8, bf16, mxfp4 ScaledP). mxfp4's decoded PV reads the stage
+  // only while decoding V, before barriers of its own, and the score, P
+  // and factor buffers are each wave's own: it needs no barrier here (the
+  // emu's hazard checker proves both, test/Integration/emu-hazards.test).
+  if (strategy.pv != PVPath::DecodedHalfTiles &&
+      testHazard != "drop-loop-barrier")
     gpu::BarrierOp::create(b, loc);
   scf::YieldOp::create(b, loc, ValueRange{next.max, next.sum, newAcc});
 }

@@ -48,13 +48,14 @@ void PartialKernel::emitEpilogue(OpBuilder &b, scf::ForOp loop) {
   Value runSum = emitRowSum(b, loop.getResult(1));
   Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, runSum,
                                      k.f32(0.0));
-  Value factor = arith::SelectOp::create(
-      b, loc, seen,
-      strategy.p == PEncoding::Bf16
-          ? arith::DivFOp::create(b, loc, k.f32(1.0), runSum)
-           : arith::DivFOp::create(b, loc, kvScale,
-                                   k.fmul(runSum, k.f32(kFp8Max))),
-      k.f32(0.0));
+  // fp8's P went in as p·448 and V still carries the per-tensor scale.
+  Value inverse =
+      strategy.p == PEncoding::Fp8TwoParts
+          ? arith::DivFOp::create(b, loc, kvScale,
+                                  k.fmul(runSum, k.f32(kFp8Max)))
+          : arith::DivFOp::create(b, loc, k.f32(1.0), runSum);
+  Value factor =
+      arith::SelectOp::create(b, loc, seen, inverse, k.f32(0.0));
   memref::StoreOp::create(b, loc, factor, lds.rowFactors,
                           ValueRange{rows.wave, rows.row});
   gpu::BarrierOp::create(b, loc);

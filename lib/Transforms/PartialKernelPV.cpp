@@ -2,10 +2,13 @@
 //
 // Per format (the plan's PVPath): fp8 and bf16 contract P with V straight
 // from the KV tile (V = the first Dv columns; fp8's P in two parts, the lo
-// part scaled by 2^-4 in the MFMA); mxfp4 decodes V into bf16 half tiles
-// first. The contractions are wave-level `vector.contract`s that
-// mla-lower-to-mfma distributes over the lanes; each wave computes its
-// share of the Dv columns (all of them unless its row group splits them).
+// part scaled by 2^-4 in the MFMA); mxfp4 either decodes V into bf16 half
+// tiles first, or (ScaledP) reads E2M1 V from the tile with transposed
+// nibble loads and moves V's block scales onto P. The first two are
+// wave-level `vector.contract`s that mla-lower-to-mfma distributes over the
+// lanes; ScaledP issues its MFMAs itself on the accumulator's lane form.
+// Each wave computes its share of the Dv columns (all of them unless its
+// row group splits them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,8 +27,14 @@ constexpr int64_t kVHalfRows = PartialKernelPlan::kVHalfRows;
 } // namespace
 
 Value PartialKernel::emitPV(OpBuilder &b, Value stage, Value acc) {
-  if (strategy.pv == PVPath::DecodedHalfTiles)
+  switch (strategy.pv) {
+  case PVPath::DecodedHalfTiles:
     return emitDecodedPV(b, stage, acc);
+  case PVPath::ScaledP:
+    return emitScaledPPV(b, stage, acc);
+  case PVPath::FromTile:
+    break;
+  }
   return emitTilePV(b, stage, acc);
 }
 
@@ -149,4 +158,118 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
                                         iters);
   }
   return acc;
+}
+
+void PartialKernel::emitVScaleExpansion(OpBuilder &b, Value stage) {
+  KernelBuilder k{b, loc};
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  int64_t blocks = plan.vScaleBlocks();
+  int64_t perThread = blocks * kTileRows / kThreads;
+  // Thread t: tile row t / (blocks / perThread), `perThread` consecutive
+  // blocks from there. 2^(s - 127) from the E8M0 bits s (s = 0 gives 0,
+  // as in the decoded path).
+  Value threadsPerRow = k.idx(blocks / perThread);
+  Value row = k.div(rows.tid, threadsPerRow);
+  Value firstBlock = k.mul(k.rem(rows.tid, threadsPerRow), k.idx(perThread));
+  for (int64_t j = 0; j < perThread; ++j) {
+    Value block = k.add(firstBlock, k.idx(j));
+    Value bits = arith::ExtUIOp::create(
+        b, loc, i32,
+        arith::BitcastOp::create(b, loc, b.getI8Type(),
+                                 loadTileScale(k, stage, row, block)));
+    Value scale = arith::BitcastOp::create(
+        b, loc, f32,
+        arith::ShLIOp::create(
+            b, loc, bits,
+            arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(23))));
+    memref::StoreOp::create(b, loc, scale, lds.vScales,
+                            ValueRange{block, row});
+  }
+}
+
+/// mxfp4 without a decoded copy of V. O[h][d] = sum_r P[h][r] · s[r][d/32]
+/// · e[r][d]: per 32-column block of V the wave multiplies its P rows by
+/// the rows' block scales (f32, exact: powers of two) and rounds to bf16,
+/// while V's E2M1 codes e come from the tile as they are, by transposed
+/// nibble loads (ds_read_b64_tr_b4), converted to bf16 at scale 1 (exact).
+/// Lane 16·kg + s names tile row 16·kg + s and gets column s of the 16
+/// columns at the load's byte, tile rows 16·kg .. 16·kg + 15 as nibbles
+/// 0..15 (docs/mfma-layouts.md §6): the B fragments of two 16x16x32 bf16
+/// MFMAs, K-step 0 taking rows 16·kg + 0..7 and K-step 1 rows 16·kg +
+/// 8..15 of each lane group; the A fragments (row s = head, the same
+/// rows) come from the row group's f32 P. The products equal the decoded
+/// path's: bf16(p · 2^k) = bf16(p) · 2^k. The accumulator is used in its
+/// lane form (mla-lower-to-mfma's C/D layout: elements 4·nb + r hold rows
+/// 4·kg + r of column 16·nb + s).
+Value PartialKernel::emitScaledPPV(OpBuilder &b, Value stage, Value acc) {
+  KernelBuilder k{b, loc};
+  Type f32 = b.getF32Type(), bf16 = b.getBF16Type(), i32 = b.getI32Type();
+  Type fp4 = b.getType<Float4E2M1FNType>();
+  int64_t columns = plan.vColumnsPerWave();
+  auto laneAccType = VectorType::get({columns / 16 * 4}, f32);
+  Value laneAcc =
+      UnrealizedConversionCastOp::create(b, loc, laneAccType, acc).getResult(0);
+  Value kg = k.div(rows.lane, k.idx(16)), s = k.rem(rows.lane, k.idx(16));
+  Value firstRow = k.mul(kg, k.idx(16));
+  auto f32x16 = VectorType::get({16}, f32);
+  Value pRow = vector::LoadOp::create(b, loc, f32x16, lds.p,
+                                      ValueRange{rows.rowGroup, c0, s, firstRow});
+  Value firstBlock = k.div(rows.vColBase, k.idx(32));
+  Value firstByte = k.div(rows.vColBase, k.idx(2));
+  Value laneRow = k.add(firstRow, s);
+  Value one = k.f32(1.0);
+  auto bf16x8 = VectorType::get({8}, bf16);
+  auto half = [&](Value v, int64_t h) {
+    return vector::ExtractStridedSliceOp::create(
+        b, loc, v, ArrayRef<int64_t>{8 * h}, ArrayRef<int64_t>{8},
+        ArrayRef<int64_t>{1});
+  };
+  for (int64_t blk = 0; blk < columns / 32; ++blk) {
+    Value scales = vector::LoadOp::create(
+        b, loc, f32x16, lds.vScales,
+        ValueRange{k.add(firstBlock, k.idx(blk)), firstRow});
+    Value pScaled = arith::MulFOp::create(b, loc, pRow, scales);
+    Value a = arith::TruncFOp::create(b, loc, VectorType::get({16}, bf16),
+                                      pScaled);
+    Value aSteps[2] = {half(a, 0), half(a, 1)};
+    for (int64_t ct = 0; ct < 2; ++ct) {
+      int64_t nb = 2 * blk + ct;
+      Value codes = amdgpu::TransposeLoadOp::create(
+          b, loc, VectorType::get({16}, fp4), lds.kvTiles,
+          ValueRange{stage, laneRow, k.add(firstByte, k.idx(8 * nb))});
+      Value words =
+          vector::BitCastOp::create(b, loc, VectorType::get({2}, i32), codes);
+      Value block = vector::ExtractStridedSliceOp::create(
+          b, loc, laneAcc, ArrayRef<int64_t>{4 * nb}, ArrayRef<int64_t>{4},
+          ArrayRef<int64_t>{1});
+      for (int64_t h = 0; h < 2; ++h) {
+        // Word h: rows 16·kg + 8h + 0..7, byte j = rows 2j and 2j + 1.
+        Value word = vector::FromElementsOp::create(
+            b, loc, VectorType::get({1}, i32),
+            ValueRange{vector::ExtractOp::create(b, loc, words,
+                                                 ArrayRef<int64_t>{h})});
+        Value packed = vector::BitCastOp::create(
+            b, loc, VectorType::get({8}, fp4), word);
+        Value bFrag = arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(bf16x8, b.getFloatAttr(bf16, 0.0)));
+        for (int64_t j = 0; j < 4; ++j) {
+          Value pair = amdgpu::ScaledExtPackedOp::create(
+              b, loc, VectorType::get({2}, bf16), packed, one, j);
+          bFrag = vector::InsertStridedSliceOp::create(
+              b, loc, pair, bFrag, ArrayRef<int64_t>{2 * j},
+              ArrayRef<int64_t>{1});
+        }
+        block = amdgpu::MFMAOp::create(
+            b, loc, block.getType(), /*m=*/16, /*n=*/16, /*k=*/32,
+            /*blocks=*/1, aSteps[h], bFrag, block, /*cbsz=*/0, /*abid=*/0,
+            amdgpu::MFMAPermB::none, /*reducePrecision=*/false,
+            /*negateA=*/false, /*negateB=*/false, /*negateC=*/false);
+      }
+      laneAcc = vector::InsertStridedSliceOp::create(
+          b, loc, block, laneAcc, ArrayRef<int64_t>{4 * nb},
+          ArrayRef<int64_t>{1});
+    }
+  }
+  return UnrealizedConversionCastOp::create(b, loc, acc.getType(), laneAcc)
+      .getResult(0);
 }

@@ -103,7 +103,11 @@ void PartialKernel::emitPStore(OpBuilder &b, Value p, Value colStart) {
   Type fp8 = b.getType<Float8E4M3FNType>();
   auto vt = cast<VectorType>(p.getType());
   int64_t cols = vt.getDimSize(0);
-  if (strategy.p == PEncoding::Bf16) {
+  if (strategy.p == PEncoding::F32) {
+    // mxfp4 ScaledP: PV scales P per V block, then rounds it to bf16.
+    vector::StoreOp::create(b, loc, p, lds.p,
+                            ValueRange{rows.rowGroup, c0, rows.row, colStart});
+  } else if (strategy.p == PEncoding::Bf16) {
     // P in bf16 keeps 8 mantissa bits: one part is enough.
     Value pBf16 = arith::TruncFOp::create(
         b, loc, VectorType::get({cols}, pvType(b)), p);

@@ -25,13 +25,17 @@ namespace mla {
 /// two fp8 parts and K as the cache holds it (fp8, or E2M1 with its E8M0
 /// block scales in the instruction).
 enum class QKPath { Bf16Mfma, ScaledMfma };
-/// How P reaches the PV MFMAs: bf16, or fp8 in two parts (p·448 ≈ hi +
-/// lo/16).
-enum class PEncoding { Bf16, Fp8TwoParts };
-/// How V reaches the PV MFMAs: straight from the KV tile, or decoded from
-/// E2M1 into a bf16 half tile first (mxfp4: V's block scales run along the
-/// output columns, not along the rows PV sums over).
-enum class PVPath { FromTile, DecodedHalfTiles };
+/// How P reaches the PV MFMAs: bf16, fp8 in two parts (p·448 ≈ hi +
+/// lo/16), or f32 (mxfp4's PV scales it per V block before rounding).
+enum class PEncoding { Bf16, Fp8TwoParts, F32 };
+/// How V reaches the PV MFMAs: straight from the KV tile; or, for mxfp4,
+/// whose block scales run along the output columns, not along the rows PV
+/// sums over: decoded by the workgroup into a bf16 half tile in LDS
+/// (DecodedHalfTiles), or read from the tile by transposed nibble loads and
+/// converted at scale 1 in registers, V's block scales multiplying P per
+/// 32-column block instead (ScaledP: each wave converts only its own
+/// columns, so it pays off when a row group's waves split them).
+enum class PVPath { FromTile, DecodedHalfTiles, ScaledP };
 
 struct FormatStrategy {
   QKPath qk;
@@ -115,6 +119,8 @@ public:
   int64_t scaleUnitsPerRow() const { return s.qkDim / 64; }
   int64_t scaleUnitsPerTile() const { return s.kvTile * scaleUnitsPerRow(); }
   int64_t scaleLdsBytes() const { return 4 * scaleUnitsPerTile(); }
+  /// mxfp4 ScaledP: V's block scales as f32, [V block][tile row].
+  int64_t vScaleBlocks() const { return s.vDim / 32; }
 
   // The tile DMA: wave-sized pieces (64 lanes x 16 bytes of data, or 64
   // scale units) dealt round-robin to the waves.

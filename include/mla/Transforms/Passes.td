@@ -255,8 +255,12 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
     Q in registers in two fp8 parts with per-head power-of-two scales, K
     from the tile as it is (mxfp4: packed E2M1 with its E8M0 block scales).
     fp8 PV: P as p·448 in two fp8 parts, the lo part a second contraction
-    into the same tile marked `mla.lhs_exp2 = -4`. mxfp4 PV: bf16 on V
-    decoded into LDS 32 rows at a time by the chip's scaled fp4 conversion. A sequence with a
+    into the same tile marked `mla.lhs_exp2 = -4`. mxfp4 PV: bf16 MFMAs;
+    when a row group's waves split the Dv columns, V's E2M1 codes come from
+    the tile by transposed nibble loads, converted at scale 1, and V's block
+    scales multiply P per 32-column block (the MFMAs issued on the
+    accumulator's lane form); with a row group per wave the workgroup
+    decodes V into LDS 32 rows at a time instead. A sequence with a
     single work item is written directly (bf16 output and lse) by the partial
     kernel, and the combine kernel skips it. The kernels take every output
     buffer (partials, out, lse) even when an op has no lse result.
