@@ -27,29 +27,27 @@ constexpr double kFp8Max = 448.0;
 Value PartialKernel::maskedScores(OpBuilder &b, Value tileStart,
                                   Value colStart, int64_t cols) {
   KernelBuilder k{b, loc};
-  Type f32 = b.getF32Type();
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
   auto vt = VectorType::get({cols}, f32);
   Value s = vector::LoadOp::create(
       b, loc, vt, lds.scores, ValueRange{rows.rowGroup, rows.row, colStart});
   s = arith::MulFOp::create(
       b, loc, s, vector::BroadcastOp::create(b, loc, vt, scoreScale));
-  auto idxVec = VectorType::get({cols}, b.getIndexType());
-  SmallVector<int64_t> steps(cols);
+  // Column j is visible while j < min(item end, causal end) - its first
+  // position: one 32-bit compare per column (positions fit: the planner
+  // refuses sequences over 2^31 - 1 positions).
+  Value end = toI32(b, k.minS(item.end, rows.visibleEnd));
+  Value first = toI32(b, k.add(tileStart, colStart));
+  Value limit = arith::SubIOp::create(b, loc, end, first);
+  auto i32Vec = VectorType::get({cols}, i32);
+  SmallVector<int32_t> steps(cols);
   for (int64_t j = 0; j < cols; ++j)
-    steps[j] = j;
+    steps[j] = static_cast<int32_t>(j);
   Value step = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(idxVec, ArrayRef<int64_t>(steps)));
-  Value pos = arith::AddIOp::create(
-      b, loc, step,
-      vector::BroadcastOp::create(b, loc, idxVec,
-                                  k.add(tileStart, colStart)));
-  Value inItem = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::slt, pos,
-      vector::BroadcastOp::create(b, loc, idxVec, item.end));
-  Value causal = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::slt, pos,
-      vector::BroadcastOp::create(b, loc, idxVec, rows.visibleEnd));
-  Value visible = arith::AndIOp::create(b, loc, inItem, causal);
+      b, loc, DenseElementsAttr::get(i32Vec, ArrayRef<int32_t>(steps)));
+  Value visible = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::slt, step,
+      vector::BroadcastOp::create(b, loc, i32Vec, limit));
   return arith::SelectOp::create(
       b, loc, visible, s, vector::BroadcastOp::create(b, loc, vt, negInf));
 }
