@@ -56,6 +56,10 @@ std::vector<LdsBuffer> PartialKernelPlan::ldsBuffers() const {
       {"p", {rowGroups(), pParts, kRowsPerWave, s.kvTile}, LdsElement::P,
        pBytes},
       {"row_factors", {kWaves, kRowsPerWave}, LdsElement::F32, 4}};
+  if (wavesPerRowGroup() > 1)
+    buffers.push_back({"tile_maxima",
+                       {rowGroups(), kRowsPerWave, wavesPerRowGroup()},
+                       LdsElement::F32, 4});
   if (strategy().pv == PVPath::DecodedHalfTiles)
     buffers.push_back(
         {"decoded_v", {kVHalfRows, s.vDim}, LdsElement::BF16, 2});

@@ -145,6 +145,9 @@ private:
   mlir::Value maskedScores(mlir::OpBuilder &b, mlir::Value tileStart,
                            mlir::Value colStart, int64_t cols);
   void emitPStore(mlir::OpBuilder &b, mlir::Value p, mlir::Value colStart);
+  /// The row's maximum over the whole tile from the wave's own maximum: the
+  /// waves of a row group exchange theirs through LDS.
+  mlir::Value emitRowGroupMax(mlir::OpBuilder &b, mlir::Value ownMax);
 
   // PartialKernelPV.cpp
   mlir::Value emitPV(mlir::OpBuilder &b, mlir::Value stage, mlir::Value acc);
@@ -187,7 +190,8 @@ private:
     mlir::Value kvIndices, kvLastPageLen; // paged caches
   } args;
   struct LdsBuffers {
-    mlir::Value kvTiles, scores, p, rowFactors, decodedV, vScales, tileScales;
+    mlir::Value kvTiles, scores, p, rowFactors, tileMaxima, decodedV, vScales,
+        tileScales;
   } lds;
   /// The workgroup's work item: its sequence, positions [begin, end) of
   /// the sequence, its partial slot; `kvBegin` is the sequence's kv_indptr
@@ -208,7 +212,7 @@ private:
     /// is the group's first wave (it writes lse; null when the wave is
     /// alone in its group), and the first tile row and Dv column of its
     /// share.
-    mlir::Value rowGroup, firstPart, kvRowBase, vColBase;
+    mlir::Value rowGroup, part, firstPart, kvRowBase, vColBase;
     /// Lane roles in the per-lane code: row = lane / 4 (a head of the
     /// group), quarter = lane % 4 (a quarter of that row).
     mlir::Value row, quarter, head;

@@ -201,6 +201,8 @@ void PartialKernel::bindArguments(gpu::GPUFuncOp func) {
   lds.scores = attributions[next++];
   lds.p = attributions[next++];
   lds.rowFactors = attributions[next++];
+  if (plan.wavesPerRowGroup() > 1)
+    lds.tileMaxima = attributions[next++];
   if (strategy.pv == PVPath::DecodedHalfTiles)
     lds.decodedV = attributions[next++];
   if (strategy.pv == PVPath::ScaledP)
@@ -242,6 +244,7 @@ void PartialKernel::emitWaveRows(OpBuilder &b) {
   int64_t split = plan.wavesPerRowGroup();
   rows.rowGroup = split == 1 ? rows.wave : k.div(rows.wave, k.idx(split));
   Value part = split == 1 ? c0 : k.rem(rows.wave, k.idx(split));
+  rows.part = part;
   rows.firstPart =
       split == 1 ? Value()
                  : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
@@ -387,12 +390,14 @@ void PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
 
   if (strategy.pv == PVPath::ScaledP)
     emitVScaleExpansion(b, stage);
+  // The softmax's lanes read back the scores other lanes of their wave
+  // wrote (only their own wave's: the waves of a row group exchange just
+  // their rows' tile maxima, behind a barrier of the softmax's own). LLVM
+  // does not order one lane's LDS store before another lane's load, so a
+  // barrier does (the emu's checker sees hazards between waves only); it
+  // also orders the V scales every thread expanded (ScaledP).
   emitQK(b, stage);
-  // The waves of a row group read each other's scores (and, with ScaledP,
-  // the V scales every thread expanded).
-  if (testHazard != "drop-score-barrier")
-    gpu::BarrierOp::create(b, loc);
-
+  gpu::BarrierOp::create(b, loc);
   SoftmaxState next = emitSoftmax(b, tileStart, {carried[0], carried[1]});
   gpu::BarrierOp::create(b, loc);
 

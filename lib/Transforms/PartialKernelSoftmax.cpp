@@ -1,12 +1,13 @@
 //===- PartialKernelSoftmax.cpp - online softmax, P to LDS ----------------===//
 //
-// Per-lane code over the score tile in LDS: lane 4·r + q of a wave takes a
-// quarter of row r (one head). Scores are masked to the work item's rows
-// and the token's causal limit; the running max and sum move in the exp2
-// domain; P goes to the row group's P buffer in the plan's encoding, the
-// rows' rescale factors to the wave's row-factor buffer. The waves of a
-// row group each take the whole row's maximum but exponentiate and sum
-// only their share of the columns.
+// Per-lane code over the wave's own scores in LDS: lane 4·r + q of a wave
+// takes a quarter of row r (one head) of the tile rows it scored. Scores
+// are masked to the work item's rows and the token's causal limit; the
+// running max and sum move in the exp2 domain; P goes to the row group's P
+// buffer in the plan's encoding, the rows' rescale factors to the wave's
+// row-factor buffer. The waves of a row group exchange only their rows'
+// maxima (through LDS, behind one barrier) and exponentiate and sum their
+// share of the columns.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,28 +58,24 @@ PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart,
                            SoftmaxState running) {
   KernelBuilder k{b, loc};
   Type f32 = b.getF32Type();
-  // The row's maximum over the whole tile, from every wave's scores.
-  int64_t cols = kTileRows / 4;
-  Value colStart = k.mul(rows.quarter, k.idx(cols));
+  // The wave's share of the tile's columns: the rows it scored (all of
+  // them unless its row group splits the tile). Each wave keeps a partial
+  // sum over its share (the epilogue adds them) and writes its part of the
+  // group's P.
+  int64_t cols = plan.kvRowsPerWave() / 4;
+  Value colStart = k.add(rows.kvRowBase, k.mul(rows.quarter, k.idx(cols)));
   Value s = maskedScores(b, tileStart, colStart, cols);
-  Value tileMax = k.laneReduce(
+  Value ownMax = k.laneReduce(
       vector::ReductionOp::create(b, loc,
                                   vector::CombiningKind::MAXIMUMF, s),
       {1, 2}, /*isMax=*/true);
+  Value tileMax =
+      plan.wavesPerRowGroup() > 1 ? emitRowGroupMax(b, ownMax) : ownMax;
   Value newMax = k.fmax(running.max, tileMax);
   // A row that has seen nothing yet shifts by 0, not by -inf.
   Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                       newMax, negInf);
   Value shift = arith::SelectOp::create(b, loc, empty, k.f32(0.0), newMax);
-  // exp2, the sum and P over the wave's share of the columns only: the
-  // waves of a row group split them as they split QK's rows, so each keeps
-  // a partial sum (the epilogue adds them) and writes its part of the
-  // group's P.
-  if (plan.wavesPerRowGroup() > 1) {
-    cols = plan.kvRowsPerWave() / 4;
-    colStart = k.add(rows.kvRowBase, k.mul(rows.quarter, k.idx(cols)));
-    s = maskedScores(b, tileStart, colStart, cols);
-  }
   auto vt = VectorType::get({cols}, f32);
   Value p = math::Exp2Op::create(
       b, loc,
@@ -94,6 +91,21 @@ PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart,
   memref::StoreOp::create(b, loc, rescale, lds.rowFactors,
                           ValueRange{rows.wave, rows.row});
   return {newMax, newSum};
+}
+
+Value PartialKernel::emitRowGroupMax(OpBuilder &b, Value ownMax) {
+  KernelBuilder k{b, loc};
+  // The four lanes of a row hold the same maximum and store it alike.
+  memref::StoreOp::create(b, loc, ownMax, lds.tileMaxima,
+                          ValueRange{rows.rowGroup, rows.row, rows.part});
+  if (testHazard != "drop-max-barrier")
+    gpu::BarrierOp::create(b, loc);
+  int64_t split = plan.wavesPerRowGroup();
+  Value maxima = vector::LoadOp::create(
+      b, loc, VectorType::get({split}, b.getF32Type()), lds.tileMaxima,
+      ValueRange{rows.rowGroup, rows.row, c0});
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF,
+                                     maxima);
 }
 
 void PartialKernel::emitPStore(OpBuilder &b, Value p, Value colStart) {

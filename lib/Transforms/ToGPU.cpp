@@ -55,11 +55,11 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
 
     // The chip comes from the planner op that feeds the work list.
     if (!llvm::is_contained({"", "drop-tile-barrier", "short-wait",
-                             "drop-score-barrier", "drop-loop-barrier"},
+                             "drop-max-barrier", "drop-loop-barrier"},
                             StringRef(testHazard))) {
       module.emitError("mla-to-gpu: unknown test-hazard '")
           << testHazard
-          << "' (drop-tile-barrier, short-wait, drop-score-barrier or "
+          << "' (drop-tile-barrier, short-wait, drop-max-barrier or "
              "drop-loop-barrier)";
       return signalPassFailure();
     }

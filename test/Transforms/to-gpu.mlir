@@ -9,10 +9,10 @@
 // CHECK: gpu.module @mla_kernels [#rocdl.target<O = 3, chip = "gfx950">]
 // CHECK: gpu.func @mla_partial_decode(%[[Q:[^ ,)]+]]: memref<?x16x576xbf16>, %[[KV:[^ ,)]+]]: memref<?x576xf8E4M3FN, #gpu.address_space<global>>,
 // CHECK-SAME: %[[UNITS:[^ ,)]+]]: memref<?x3xi32>, %[[WGUNITS:[^ ,)]+]]: memref<257xi32>)
-// CHECK-SAME: workgroup(%[[KVLDS:[^ ,)]+]] : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, %[[SLDS:[^ ,)]+]] : memref<1x16x64xf32, #gpu.address_space<workgroup>>, %[[PLDS:[^ ,)]+]] : memref<1x2x16x64xf8E4M3FN, #gpu.address_space<workgroup>>, %{{.+}} : memref<4x16xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[KVLDS:[^ ,)]+]] : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, %[[SLDS:[^ ,)]+]] : memref<1x16x64xf32, #gpu.address_space<workgroup>>, %[[PLDS:[^ ,)]+]] : memref<1x2x16x64xf8E4M3FN, #gpu.address_space<workgroup>>, %{{.+}} : memref<4x16xf32, #gpu.address_space<workgroup>>, %{{.+}} : memref<1x16x4xf32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: kernel
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
-// CHECK-SAME: mla.launch = {arg_dims = {{\[}}["num_tokens", "16", "576"], ["num_kv_rows", "576"], ["1"], ["num_seqs+1"], ["num_seqs+1"], ["num_work_items", "4"], ["num_work_items", "4", "16", "512"], ["num_work_items", "4", "16"], ["num_seqs+1"], ["num_tokens", "16", "512"], ["num_tokens", "16"], ["num_work_units", "3"], ["257"]], args = ["q", "kv", "kv_scale", "qo_indptr", "kv_indptr", "work_items", "partial_out", "partial_lse", "item_indptr", "out", "lse", "work_units", "workgroup_unit_indptr"], block = [256, 1, 1], grid = ["256", "1", "1"], heads_per_block = 16 : i64, lds_bytes = 80128 : i64, rows_per_workgroup = 16 : i64}
+// CHECK-SAME: mla.launch = {arg_dims = {{\[}}["num_tokens", "16", "576"], ["num_kv_rows", "576"], ["1"], ["num_seqs+1"], ["num_seqs+1"], ["num_work_items", "4"], ["num_work_items", "4", "16", "512"], ["num_work_items", "4", "16"], ["num_seqs+1"], ["num_tokens", "16", "512"], ["num_tokens", "16"], ["num_work_units", "3"], ["257"]], args = ["q", "kv", "kv_scale", "qo_indptr", "kv_indptr", "work_items", "partial_out", "partial_lse", "item_indptr", "out", "lse", "work_units", "workgroup_unit_indptr"], block = [256, 1, 1], grid = ["256", "1", "1"], heads_per_block = 16 : i64, lds_bytes = 80384 : i64, rows_per_workgroup = 16 : i64}
 // CHECK-SAME: rocdl.flat_work_group_size = "256,256"
 // CHECK-SAME: rocdl.waves_per_eu = 1 : i32
 // The persistent grid, 256 workgroups: workgroup id -> logical workgroup
@@ -55,9 +55,13 @@
 // CHECK-COUNT-10: amdgpu.scaled_mfma 16x16x128 {{.+}} : f8E8M0FNU, vector<32xf8E4M3FN>, f8E8M0FNU, vector<32xf8E4M3FN>, vector<4xf32>
 // CHECK-NOT: amdgpu.scaled_mfma
 // CHECK:   memref.store %{{.+}}, %[[SLDS]][%[[ROWGROUP]],
-// The softmax: the row's maximum over its 64 scores (16 per lane), exp2
-// and P over the wave's 16 columns (4 per lane).
-// CHECK:   vector.reduction <maximumf>, %{{.+}} : vector<16xf32> into f32
+// The softmax: the maximum of the wave's 16 columns (4 per lane), the four
+// waves' maxima exchanged through LDS behind a barrier, exp2 and P over
+// the wave's columns.
+// CHECK:   vector.reduction <maximumf>, %{{.+}} : vector<4xf32> into f32
+// CHECK:   memref.store %{{.+}} : memref<1x16x4xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: gpu.barrier
+// CHECK:   vector.reduction <maximumf>, %{{.+}} : vector<4xf32> into f32
 // CHECK:   math.exp2 %{{.+}} : vector<4xf32>
 // P = hi + lo/16 in two fp8 parts, into the row group's P buffer.
 // CHECK:   %[[HI:[^ ,)]+]] = arith.truncf %{{.+}} : vector<4xf32> to vector<4xf8E4M3FN>

@@ -129,7 +129,7 @@ static cl::opt<std::string> testEmuHazard(
     "test-emu-hazard",
     cl::desc("Testing only (emu): build the partial kernel with one "
              "synchronization bug (drop-tile-barrier, short-wait, "
-             "drop-score-barrier, drop-loop-barrier), to show that the "
+             "drop-max-barrier, drop-loop-barrier), to show that the "
              "hazard checker reports it"),
     cl::Hidden, cl::cat(category));
 

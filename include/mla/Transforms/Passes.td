@@ -272,7 +272,7 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
       gpu.func @mla_partial_decode(...) workgroup(...) kernel
           attributes {known_block_size = array<i32: 256, 1, 1>,
                       mla.launch = {block = [256, 1, 1], grid = ["256", "1", "1"],
-                                    lds_bytes = 80128, ...}} {
+                                    lds_bytes = 80384, ...}} {
         %id = gpu.block_id x
         %xcd = arith.remui %id, %c8 : index
         ...                                         // logical workgroup j
@@ -299,8 +299,8 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
            "bug the emu hazard checker must report: drop-tile-barrier (no "
            "barrier between the DMA wait and the reads of the tile), "
            "short-wait (the DMA wait leaves one load of the tile in flight), "
-           "drop-score-barrier (no barrier between QK's score stores and "
-           "the softmax's reads) or drop-loop-barrier (no barrier at the "
+           "drop-max-barrier (no barrier between the waves' stores of their "
+           "rows' tile maxima and the softmax's reads of them) or drop-loop-barrier (no barrier at the "
            "end of a tile iteration)">
   ];
   let dependentDialects = [

@@ -137,15 +137,18 @@ mla::verifyConfigForDecode(function_ref<InFlightDiagnostic()> emitError,
   // A target without workgroup memory (the host) has no LDS budget; on a
   // GPU the partial kernel's plan says what it needs.
   if (target.getLdsBytes() > 0) {
-    int64_t lds =
-        partialKernelPlan(config, format, numHeads, qkDim, vDim).ldsBytes();
-    if (lds > target.getLdsBytes())
-      return emitError() << "config needs " << lds << " bytes of LDS ("
-                         << config.getPipelineStages() << " stages x "
-                         << config.getKvTile()
-                         << " kv rows, scores, P and row factors), "
-                         << "target " << target.getName() << " has "
-                         << target.getLdsBytes();
+    PartialKernelPlan plan =
+        partialKernelPlan(config, format, numHeads, qkDim, vDim);
+    if (plan.ldsBytes() > target.getLdsBytes()) {
+      InFlightDiagnostic diag = emitError();
+      diag << "config needs " << plan.ldsBytes() << " bytes of LDS ("
+           << config.getPipelineStages() << " stages x " << config.getKvTile()
+           << " kv rows:";
+      for (const LdsBuffer &buffer : plan.ldsBuffers())
+        diag << " " << buffer.role << " " << buffer.bytes();
+      return diag << "), target " << target.getName() << " has "
+                  << target.getLdsBytes();
+    }
   }
   return success();
 }
