@@ -355,7 +355,6 @@ void PlanKernel::emitWrites(Value chunk, ArrayRef<Value> bases,
                             Value totalCost) {
   Value c0 = k.idx(0), c1 = k.idx(1), c2 = k.idx(2), c3 = k.idx(3);
   Value overhead = k.idx(f.unitOverhead);
-  Value workgroups = k.idx(f.workgroups);
   forOwnSequences(
       {bases[0], bases[1], bases[2]},
       [&](Value seq, ValueRange c) -> SmallVector<Value> {
