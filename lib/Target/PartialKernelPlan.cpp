@@ -22,14 +22,22 @@ FormatStrategy PartialKernelPlan::strategy() const {
     return {QKPath::ScaledMfma, PEncoding::Fp8TwoParts, PVPath::FromTile,
             false};
   case CacheFormat::MXFP4:
-    // A wave converting all Dv columns of V itself (W = 1) would do four
-    // times the workgroup's shared decode.
-    if (wavesPerRowGroup() > 1)
+    if (scaledPFits())
       return {QKPath::ScaledMfma, PEncoding::F32, PVPath::ScaledP, true};
     return {QKPath::ScaledMfma, PEncoding::Bf16, PVPath::DecodedHalfTiles,
             true};
   }
   return {};
+}
+
+bool PartialKernelPlan::scaledPFits() const {
+  // A wave converting all Dv columns of V itself (W = 1) would do four
+  // times the workgroup's shared decode. ScaledP needs whole 32-column V
+  // blocks per wave, 8-byte aligned tile rows for the transposed loads and
+  // the scale expansion spread evenly over the threads.
+  return wavesPerRowGroup() > 1 && s.vDim % 32 == 0 &&
+         vColumnsPerWave() % 32 == 0 && rowBytes() % 8 == 0 &&
+         vScaleBlocks() * s.kvTile % kThreads == 0;
 }
 
 int64_t PartialKernelPlan::blocksPerItem() const {
@@ -102,13 +110,6 @@ PartialKernelPlan::unsupported(int64_t ldsLimit) const {
   if (isMXFP4() && (s.kvTile != 64 || s.qkDim % 32 != 0))
     return std::string("the mxfp4 kernel needs kv_tile = 64 and Dqk a "
                        "multiple of 32");
-  // ScaledP: whole 32-column V blocks per wave, 8-byte aligned tile rows
-  // for the transposed loads, the scale expansion spread evenly.
-  if (strategy().pv == PVPath::ScaledP &&
-      (vColumnsPerWave() % 32 != 0 || rowBytes() % 8 != 0 ||
-       vScaleBlocks() * s.kvTile % kThreads != 0))
-    return "the mxfp4 kernel with waves_per_row_group = " + str(split) +
-           " needs Dv/" + str(split) + " a multiple of 32";
   if (s.qkDim % 64 != 0 || s.vDim % 16 != 0)
     return std::string("gfx950 kernels need Dqk a multiple of 64 and Dv a "
                        "multiple of 16");

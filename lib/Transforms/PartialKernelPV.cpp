@@ -82,10 +82,10 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
   KernelBuilder k{b, loc};
   Value tid = rows.tid;
   Type f32 = b.getF32Type(), i32 = b.getI32Type(), bf16 = b.getBF16Type();
-  int64_t perThread = kVHalfRows * vDim / kThreads;
-  int64_t threadsPerRow = vDim / perThread;
-  Value vRow = k.div(tid, k.idx(threadsPerRow));
-  Value vCol = k.mul(k.rem(tid, k.idx(threadsPerRow)), k.idx(perThread));
+  // The half tile's 32-value blocks, dealt to the threads in runs of
+  // consecutive blocks (Dv = 512: two per thread, a quarter row).
+  int64_t rowBlocks = vDim / 32, blocks = kVHalfRows * rowBlocks;
+  int64_t perThread = (blocks + kThreads - 1) / kThreads;
   auto fp4x8 = VectorType::get({8}, b.getType<Float4E2M1FNType>());
   auto bf16x2 = VectorType::get({2}, bf16);
   auto bf16x8 = VectorType::get({8}, bf16);
@@ -123,24 +123,41 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
   for (int64_t half = 0; half < kTileRows / kVHalfRows; ++half) {
     if (half > 0) // the previous half's MFMAs are done with the buffer
       gpu::BarrierOp::create(b, loc);
-    Value tileRow = k.add(k.idx(half * kVHalfRows), vRow);
-    for (int64_t blk = 0; blk < perThread / 32; ++blk) {
-      Value col = k.add(vCol, k.idx(blk * 32));
-      Value bytes = vector::LoadOp::create(
-          b, loc, VectorType::get({16}, b.getI8Type()), lds.kvTiles,
-          ValueRange{stage, tileRow, k.div(col, k.idx(2))});
-      // 2^(s - 127) from the E8M0 bits s (s = 0 gives 0, 255 gives inf).
-      Value sBits = arith::ExtUIOp::create(
-          b, loc, i32,
-          arith::BitcastOp::create(
-              b, loc, b.getI8Type(),
-              loadTileScale(k, stage, tileRow, k.div(col, k.idx(32)))));
-      Value scale = arith::BitcastOp::create(
-          b, loc, f32,
-          arith::ShLIOp::create(
-              b, loc, sBits,
-              arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(23))));
-      decodeBlock(bytes, scale, vRow, col);
+    for (int64_t j = 0; j < perThread; ++j) {
+      Value firstOfThread = k.mul(tid, k.idx(perThread));
+      Value blockIdx = k.add(firstOfThread, k.idx(j));
+      Value vRow = k.div(blockIdx, k.idx(rowBlocks));
+      Value colBlock = k.rem(blockIdx, k.idx(rowBlocks));
+      Value col = k.mul(colBlock, k.idx(32));
+      auto decode = [&](OpBuilder &bb) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(bb.getInsertionBlock(), bb.getInsertionPoint());
+        Value tileRow = k.add(k.idx(half * kVHalfRows), vRow);
+        Value bytes = vector::LoadOp::create(
+            b, loc, VectorType::get({16}, b.getI8Type()), lds.kvTiles,
+            ValueRange{stage, tileRow, k.div(col, k.idx(2))});
+        // 2^(s - 127) from the E8M0 bits s (s = 0 gives 0, 255 gives inf).
+        Value sBits = arith::ExtUIOp::create(
+            b, loc, i32,
+            arith::BitcastOp::create(
+                b, loc, b.getI8Type(),
+                loadTileScale(k, stage, tileRow, k.div(col, k.idx(32)))));
+        Value scale = arith::BitcastOp::create(
+            b, loc, f32,
+            arith::ShLIOp::create(
+                b, loc, sBits,
+                arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(23))));
+        decodeBlock(bytes, scale, vRow, col);
+      };
+      if (blocks % kThreads == 0) {
+        decode(b);
+      } else {
+        // Fewer blocks than threads x runs (Dv not a multiple of 256).
+        auto inRange = scf::IfOp::create(b, loc, k.lessThan(blockIdx,
+                                                            k.idx(blocks)));
+        OpBuilder thenBuilder = inRange.getThenBodyBuilder();
+        decode(thenBuilder);
+      }
       // One block's 32 values at a time: decoding several at once would
       // outgrow the register file.
       amdgpu::SchedBarrierOp::create(b, loc,

@@ -94,7 +94,6 @@ PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart,
 }
 
 Value PartialKernel::emitRowGroupMax(OpBuilder &b, Value ownMax) {
-  KernelBuilder k{b, loc};
   // The four lanes of a row hold the same maximum and store it alike.
   memref::StoreOp::create(b, loc, ownMax, lds.tileMaxima,
                           ValueRange{rows.rowGroup, rows.row, rows.part});

@@ -140,6 +140,9 @@ public:
   int64_t ldsBytes() const;
 
 private:
+  /// mxfp4: whether PV can take V from the tile with its scales on P.
+  bool scaledPFits() const;
+
   PartialKernelShape s;
 };
 
