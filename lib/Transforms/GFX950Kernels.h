@@ -134,6 +134,9 @@ private:
   /// of the tile's scales.
   mlir::Value loadTileScale(KernelBuilder &k, mlir::Value stage,
                             mlir::Value tileRow, mlir::Value block);
+  /// mxfp4: that scale as the f32 2^(s - 127) (PartialKernelPV.cpp).
+  mlir::Value tileScaleAsF32(KernelBuilder &k, mlir::Value stage,
+                             mlir::Value tileRow, mlir::Value block);
 
   // PartialKernelSoftmax.cpp
   /// Scores of the tile -> P in LDS and the rows' rescale factors in LDS;

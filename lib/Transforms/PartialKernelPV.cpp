@@ -81,7 +81,7 @@ Value PartialKernel::emitTilePV(OpBuilder &b, Value stage, Value acc) {
 Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
   KernelBuilder k{b, loc};
   Value tid = rows.tid;
-  Type f32 = b.getF32Type(), i32 = b.getI32Type(), bf16 = b.getBF16Type();
+  Type i32 = b.getI32Type(), bf16 = b.getBF16Type();
   // The half tile's 32-value blocks, dealt to the threads in runs of
   // consecutive blocks (Dv = 512: two per thread, a quarter row).
   int64_t rowBlocks = vDim / 32, blocks = kVHalfRows * rowBlocks;
@@ -136,17 +136,8 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
         Value bytes = vector::LoadOp::create(
             b, loc, VectorType::get({16}, b.getI8Type()), lds.kvTiles,
             ValueRange{stage, tileRow, k.div(col, k.idx(2))});
-        // 2^(s - 127) from the E8M0 bits s (s = 0 gives 0, 255 gives inf).
-        Value sBits = arith::ExtUIOp::create(
-            b, loc, i32,
-            arith::BitcastOp::create(
-                b, loc, b.getI8Type(),
-                loadTileScale(k, stage, tileRow, k.div(col, k.idx(32)))));
-        Value scale = arith::BitcastOp::create(
-            b, loc, f32,
-            arith::ShLIOp::create(
-                b, loc, sBits,
-                arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(23))));
+        Value scale = tileScaleAsF32(
+            k, stage, tileRow, k.div(col, k.idx(32)));
         decodeBlock(bytes, scale, vRow, col);
       };
       if (blocks % kThreads == 0) {
@@ -179,26 +170,16 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
 
 void PartialKernel::emitVScaleExpansion(OpBuilder &b, Value stage) {
   KernelBuilder k{b, loc};
-  Type f32 = b.getF32Type(), i32 = b.getI32Type();
   int64_t blocks = plan.vScaleBlocks();
   int64_t perThread = blocks * kTileRows / kThreads;
   // Thread t: tile row t / (blocks / perThread), `perThread` consecutive
-  // blocks from there. 2^(s - 127) from the E8M0 bits s (s = 0 gives 0,
-  // as in the decoded path).
+  // blocks from there.
   Value threadsPerRow = k.idx(blocks / perThread);
   Value row = k.div(rows.tid, threadsPerRow);
   Value firstBlock = k.mul(k.rem(rows.tid, threadsPerRow), k.idx(perThread));
   for (int64_t j = 0; j < perThread; ++j) {
     Value block = k.add(firstBlock, k.idx(j));
-    Value bits = arith::ExtUIOp::create(
-        b, loc, i32,
-        arith::BitcastOp::create(b, loc, b.getI8Type(),
-                                 loadTileScale(k, stage, row, block)));
-    Value scale = arith::BitcastOp::create(
-        b, loc, f32,
-        arith::ShLIOp::create(
-            b, loc, bits,
-            arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(23))));
+    Value scale = tileScaleAsF32(k, stage, row, block);
     memref::StoreOp::create(b, loc, scale, lds.vScales,
                             ValueRange{block, row});
   }
@@ -289,4 +270,17 @@ Value PartialKernel::emitScaledPPV(OpBuilder &b, Value stage, Value acc) {
   }
   return UnrealizedConversionCastOp::create(b, loc, acc.getType(), laneAcc)
       .getResult(0);
+}
+
+Value PartialKernel::tileScaleAsF32(KernelBuilder &k, Value stage,
+                                    Value tileRow, Value block) {
+  OpBuilder &b = k.b;
+  // 2^(s - 127) from the E8M0 bits s: the bits shifted into an f32's
+  // exponent (s = 0 gives 0 instead of 2^-127, s = 255 gives inf).
+  Value code = arith::BitcastOp::create(
+      b, loc, b.getI8Type(), loadTileScale(k, stage, tileRow, block));
+  Value bits = arith::ExtUIOp::create(b, loc, b.getI32Type(), code);
+  Value shift = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(23));
+  Value shifted = arith::ShLIOp::create(b, loc, bits, shift);
+  return arith::BitcastOp::create(b, loc, b.getF32Type(), shifted);
 }
