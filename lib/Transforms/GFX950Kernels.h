@@ -211,6 +211,8 @@ private:
   struct WaveRows {
     mlir::Value tid, wave, lane, isRealRow, token, headGroup, tokenRow,
         visibleEnd;
+    /// `wave` in a form the backend keeps in an SGPR (the DMA's pieces).
+    mlir::Value uniformWave;
     /// The wave's group among the workgroup's (its score buffer), whether it
     /// is the group's first wave (it writes lse; null when the wave is
     /// alone in its group), and the first tile row and Dv column of its

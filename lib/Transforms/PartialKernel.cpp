@@ -293,6 +293,15 @@ void PartialKernel::emitBody(OpBuilder &b) {
   rows.tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   rows.wave = k.div(rows.tid, k.idx(kWaveSize));
   rows.lane = k.rem(rows.tid, k.idx(kWaveSize));
+  // The same wave as a 32-bit shift of the thread id, which the backend
+  // knows to be wave-uniform (an SGPR): the DMA's LDS destinations derive
+  // from it without a VALU add and a readfirstlane per load. (Only there:
+  // for the LDS reads the vector form folds into the instructions' offsets
+  // better.)
+  Value tid32 = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), rows.tid);
+  Value waveShift = i32Const(b, llvm::Log2_64(kWaveSize));
+  Value wave32 = arith::ShRUIOp::create(b, loc, tid32, waveShift);
+  rows.uniformWave = toIndex(b, wave32);
   // Logical workgroup j runs in dispatch slot j mod S of XCD j div S (S
   // slots per XCD): the hardware deals workgroup ids round-robin to the
   // XCDs (id mod xcds), so consecutive logical workgroups, which hold the

@@ -181,7 +181,7 @@ void PartialKernel::emitTileDma(OpBuilder &b, Value tileStart, Value stage) {
   int64_t dataPieces = plan.dataPieces(), allPieces = plan.allPieces();
   TileRows tile = emitTileRows(b, tileStart);
   for (int64_t g = 0; g < plan.maxGathersPerWave(); ++g) {
-    Value piece = k.add(k.idx(g * kWaves), rows.wave);
+    Value piece = k.add(k.idx(g * kWaves), rows.uniformWave);
     int64_t first = g * kWaves, last = first + kWaves - 1;
     auto anyPiece = [&] {
       if (last < dataPieces)
