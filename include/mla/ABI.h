@@ -41,6 +41,20 @@ inline std::optional<CacheFormat> parseFormat(std::string_view name) {
   return std::nullopt;
 }
 
+/// Bytes of one cache row of Dqk elements, scales included (mxfp4: the
+/// packed E2M1 codes and one E8M0 byte per 32).
+inline int64_t cacheBytesPerRow(CacheFormat format, int64_t qkDim) {
+  switch (format) {
+  case CacheFormat::BF16:
+    return 2 * qkDim;
+  case CacheFormat::FP8:
+    return qkDim;
+  case CacheFormat::MXFP4:
+    return qkDim / 2 + qkDim / 32;
+  }
+  return 0;
+}
+
 /// Most query tokens one sequence may have (the partial results' 2nd dim).
 constexpr int64_t kMaxQueryTokens = 4;
 

@@ -69,8 +69,9 @@ loopShapes(const mla::Artifact &artifact, MLIRContext *context) {
     return shapes;
   for (const mla::ArtifactKernel &kernel : artifact.kernels)
     if (kernel.rowsPerWorkgroup > 0)
-      shapes[kernel.name] = {config.getKvTile(), kernel.rowsPerWorkgroup,
-                             kernel.headsPerBlock};
+      shapes[kernel.name] = {
+          config.getKvTile(), kernel.rowsPerWorkgroup, kernel.headsPerBlock,
+          mla::cacheBytesPerRow(artifact.format, artifact.qkDim)};
   return shapes;
 }
 

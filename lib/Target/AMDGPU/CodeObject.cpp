@@ -497,12 +497,18 @@ mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
     auto kernelCode = code.find(k.name);
     if (target && kernelCode != code.end())
       if (auto profile = profileMainLoop(kernelCode->second)) {
+        // From an artifact: the tile's exact bytes.
+        auto shape = shapes.find(k.name);
+        std::optional<double> tileBytes;
+        if (shape != shapes.end() && shape->second.cacheBytesPerRow > 0)
+          tileBytes = double(shape->second.kvRowsPerIteration *
+                             shape->second.cacheBytesPerRow);
         printLoopProfile(*profile, *target,
                          std::max<int64_t>(1, (k.maxFlatWorkgroupSize +
                                                k.wavefrontSize - 1) /
                                                   k.wavefrontSize),
-                         os);
-        if (auto shape = shapes.find(k.name); shape != shapes.end())
+                         os, tileBytes);
+        if (shape != shapes.end())
           printLoopShape(*profile, shape->second, os);
       }
   }

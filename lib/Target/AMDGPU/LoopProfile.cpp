@@ -280,7 +280,8 @@ int64_t countOf(const LoopProfile &p, llvm::StringRef key) {
 
 void mla::amdgpu::printLoopProfile(const LoopProfile &p,
                                    const TargetInfo &target, int64_t waves,
-                                   llvm::raw_ostream &os) {
+                                   llvm::raw_ostream &os,
+                                   std::optional<double> cacheBytes) {
   auto count = [&](llvm::StringRef key) { return countOf(p, key); };
   os << llvm::format("  main_loop at 0x%llx, per iteration and wave:",
                      (unsigned long long)p.header);
@@ -294,7 +295,7 @@ void mla::amdgpu::printLoopProfile(const LoopProfile &p,
   double best = std::max({p.mfmaClocks, valu, issue, lds});
   double worst = p.mfmaClocks + valu +
                  (count("total") - count("valu") - count("mfma"));
-  double kvBytes = waves * p.dmaBytes;
+  double kvBytes = cacheBytes ? *cacheBytes : waves * p.dmaBytes;
   double share = target.clockHz > 0 ? target.hbmBytesPerSecond /
                                           target.computeUnits / target.clockHz
                                     : 0.0;
@@ -306,9 +307,11 @@ void mla::amdgpu::printLoopProfile(const LoopProfile &p,
   if (kvBytes > 0 && share > 0)
     os << llvm::format("  main_loop_hbm cache_bytes_per_iteration=%.0f "
                        "hbm_share=%.1f bytes_per_clock overlap=%.1f "
-                       "serial=%.1f x_hbm overlap=%.2f serial=%.2f\n",
+                       "serial=%.1f x_hbm overlap=%.2f serial=%.2f "
+                       "bytes_from=%s\n",
                        kvBytes, share, kvBytes / best, kvBytes / worst,
-                       kvBytes / best / share, kvBytes / worst / share);
+                       kvBytes / best / share, kvBytes / worst / share,
+                       cacheBytes ? "tile" : "dma");
 }
 
 void mla::amdgpu::printLoopShape(const LoopProfile &p, const LoopShape &shape,

@@ -48,9 +48,13 @@ struct LoopProfile {
 std::optional<LoopProfile> profileMainLoop(llvm::ArrayRef<DecodedInst> insts);
 
 /// Prints the profile and its clock estimate for `waves` waves per CU on
-/// `target` (whose HBM share per CU is the bar).
+/// `target` (whose HBM share per CU is the bar). The cache bytes an
+/// iteration brings are `cacheBytes` when known (from an artifact), else
+/// the loop's DMA instructions' bytes times the waves — an overcount when
+/// the waves issue different DMAs (mxfp4's scale pieces).
 void printLoopProfile(const LoopProfile &profile, const TargetInfo &target,
-                      int64_t waves, llvm::raw_ostream &os);
+                      int64_t waves, llvm::raw_ostream &os,
+                      std::optional<double> cacheBytes = std::nullopt);
 
 /// What the code object alone does not say about a partial kernel's loop,
 /// from the artifact that carries it: KV rows per iteration (the config's
@@ -58,6 +62,8 @@ void printLoopProfile(const LoopProfile &profile, const TargetInfo &target,
 /// `headsPerBlock` heads.
 struct LoopShape {
   int64_t kvRowsPerIteration = 0, rowsPerWorkgroup = 0, headsPerBlock = 0;
+  /// Cache bytes per KV row, scales included (0: unknown).
+  int64_t cacheBytesPerRow = 0;
 };
 
 /// The loop's counts per 64 KV rows and the share of its MFMA rows that
