@@ -76,8 +76,8 @@ Value PartialKernel::emitTilePV(OpBuilder &b, Value stage, Value acc) {
 /// rows PV sums over, so they cannot go in the MFMA's scale slot. Each half
 /// of the tile (32 rows) is decoded by the workgroup into bf16 in LDS —
 /// exact: E2M1 · 2^(e - 127) fits bf16 — and multiplied with P (bf16) by
-/// bf16 MFMAs. Cost per 64-row tile: 64 decoded values per thread, two
-/// extra barriers, 32 KiB of LDS.
+/// bf16 MFMAs. Cost per 64-row tile at Dv = 512: 128 decoded values per
+/// thread, two extra barriers, 32 KiB of LDS.
 Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
   KernelBuilder k{b, loc};
   Value tid = rows.tid;
