@@ -228,72 +228,28 @@ Error HipKernel::init(const Artifact &artifact) {
 }
 
 Error HipKernel::launchOne(const ArtifactKernel &kernel, void *function,
-                                 const LaunchBuffers &buffers, void *stream) {
-  // The kernarg buffer, laid out as the code object's metadata says.
-  std::vector<uint64_t> storage((kernel.kernargBytes + 7) / 8, 0);
-  auto *kernarg = reinterpret_cast<uint8_t *>(storage.data());
-  for (const ArtifactKernelArg &arg : kernel.args) {
-    auto ptr = buffers.pointer(arg.name);
-    if (!ptr)
-      return ptr.takeError();
-    std::vector<int64_t> words = {reinterpret_cast<int64_t>(*ptr),
-                                  reinterpret_cast<int64_t>(*ptr), 0};
-    std::vector<int64_t> sizes;
-    for (const std::string &d : arg.dims) {
-      auto size = buffers.resolve(d);
-      if (!size)
-        return size.takeError();
-      sizes.push_back(*size);
-    }
-    std::vector<int64_t> strides(sizes.size());
-    int64_t stride = 1;
-    for (size_t i = sizes.size(); i-- > 0;) {
-      strides[i] = stride;
-      stride *= sizes[i];
-    }
-    words.insert(words.end(), sizes.begin(), sizes.end());
-    words.insert(words.end(), strides.begin(), strides.end());
-    if (words.size() != arg.fields.size())
-      return fail(Status::InvalidArtifact, "invalid artifact: argument ",
-                  arg.name, " of ", kernel.name, " has ", arg.fields.size(),
-                  " kernarg fields for ", words.size(), " descriptor words");
-    for (size_t w = 0; w < words.size(); ++w) {
-      auto [offset, size] = arg.fields[w];
-      if (offset < 0 || (size != 4 && size != 8) ||
-          offset + size > kernel.kernargBytes)
-        return fail(Status::InvalidArtifact,
-                    "invalid artifact: kernarg field of ", arg.name,
-                    " out of the kernarg segment");
-      std::memcpy(kernarg + offset, &words[w], size); // little endian
-    }
-  }
-  std::array<unsigned, 3> grid;
-  for (int i = 0; i < 3; ++i) {
-    auto size = buffers.resolve(kernel.grid[i]);
-    if (!size)
-      return size.takeError();
-    grid[i] = static_cast<unsigned>(*size);
-  }
-  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
+                           const LaunchBuffers &buffers, void *stream) {
+  auto packed = packLaunch(kernel, buffers);
+  if (!packed)
+    return packed.takeError();
+  if (packed->empty())
     return Error::success();
-  size_t kernargBytes = kernel.kernargBytes;
-  void *extra[] = {kLaunchParamBufferPointer, kernarg, kLaunchParamBufferSize,
-                   &kernargBytes, kLaunchParamEnd};
+  auto [grid, block] = std::pair(packed->grid, kernel.block);
+  void *extra[] = {kLaunchParamBufferPointer, packed->kernarg.data(),
+                   kLaunchParamBufferSize, &packed->kernargBytes,
+                   kLaunchParamEnd};
   return backend.check(
-      backend.api.moduleLaunchKernel(
-          function, grid[0], grid[1], grid[2], kernel.block[0],
-          kernel.block[1], kernel.block[2], /*sharedMemBytes=*/0, stream,
-          nullptr, extra),
+      backend.api.moduleLaunchKernel(function, grid[0], grid[1], grid[2],
+                                     block[0], block[1], block[2],
+                                     /*sharedMemBytes=*/0, stream, nullptr,
+                                     extra),
       "launching " + kernel.name);
 }
 
 Error HipKernel::launch(const LaunchBuffers &buffers, void *stream) {
   if (Error err = backend.select())
     return err;
-  // The artifact lists partial, combine, plan (docs/artifact.md); the plan
-  // kernel (device plans only) runs first.
-  constexpr size_t kLaunchOrder[] = {2, 0, 1};
-  for (size_t i : kLaunchOrder) {
+  for (size_t i : kKernelLaunchOrder) {
     if (buffers.runs(kernels[i]))
       if (Error err = launchOne(kernels[i], functions[i], buffers, stream))
         return err;

@@ -170,6 +170,13 @@ mla_status mla_context_create(mla_backend backend, int device,
     impl = std::move(*hip);
     break;
   }
+  case MLA_BACKEND_CUDA: {
+    auto cuda = rt::createCudaBackend(device);
+    if (!cuda)
+      return fail(cuda.takeError());
+    impl = std::move(*cuda);
+    break;
+  }
   case MLA_BACKEND_EMU:
   case MLA_BACKEND_CPU: {
     auto jit = rt::createJitBackend(backend == MLA_BACKEND_EMU
@@ -437,8 +444,8 @@ mla_status mla_plan_create_device(mla_kernel kernel, int32_t max_seqs,
   const Artifact &a = kernel->artifact;
   if (!kernel->context->backend->usesWorkList() || a.kernels.empty())
     return fail(Status::BackendUnavailable, api,
-                ": device plans run the plan kernel, on the hip and emu "
-                "backends (this ",
+                ": device plans run the plan kernel, on the hip, cuda and "
+                "emu backends (this ",
                 kernel->context->arch,
                 " context runs the reference form, which plans for itself)");
   if (max_tokens > max_seqs * kMaxQueryTokens)

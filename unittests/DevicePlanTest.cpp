@@ -526,7 +526,7 @@ TEST(DevicePlan, ReplayLaunchesAreIdentical) {
     EXPECT_EQ(records[2].name, "mla_combine");
     EXPECT_EQ(records[0].grid, (std::vector<unsigned>{1, 1, 1}));
     EXPECT_EQ(records[1].grid, (std::vector<unsigned>{256, 1, 1}));
-    EXPECT_EQ(records[2].grid, (std::vector<unsigned>{8, 1, 1}));
+    EXPECT_EQ(records[2].grid, (std::vector<unsigned>{8, 16, 1}));
     steps.push_back(records);
   }
   EXPECT_TRUE(steps[1] == steps[0]);

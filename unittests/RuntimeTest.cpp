@@ -47,6 +47,12 @@ const std::string &fp8Artifact() {
   return bytes;
 }
 
+/// examples/decode_fp8.mlir for the H200 (PTX and the emu form).
+const std::string &fp8SM90aArtifact() {
+  static std::string bytes = readArtifact(MLA_TEST_FP8_SM90A_ARTIFACT);
+  return bytes;
+}
+
 /// examples/decode_fp8_paged.mlir: pages of 64 rows.
 const std::string &fp8PagedArtifact() {
   static std::string bytes = readArtifact(MLA_TEST_FP8_PAGED_ARTIFACT);
@@ -983,7 +989,7 @@ TEST_F(FakeHip, PacksKernelArgumentsFromMetadata) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// The first failure of one decode on a hip context (load, buffers, copies,
+/// The first failure of one decode on a device context (load, buffers, copies,
 /// plan, launch, synchronize, copy back), or MLA_SUCCESS; every buffer
 /// and the kernel are released on every path, as a caller would.
 struct DriverRun {
@@ -1000,9 +1006,9 @@ struct DriverRun {
   }
 };
 
-DriverRun decodeOnHip(mla_context context, const DecodeProblem &p) {
+DriverRun decodeOnDevice(mla_context context, const DecodeProblem &p,
+                         const std::string &bytes) {
   DriverRun run;
-  std::string bytes = fp8Artifact();
   mla_kernel kernel = nullptr;
   if (run.failed(mla_kernel_load_memory(context, bytes.data(), bytes.size(),
                                         &kernel),
@@ -1082,7 +1088,7 @@ TEST_F(FakeHip, EveryDriverFailureIsReportedAndRecovered) {
   for (const Case &c : cases) {
     SCOPED_TRACE(c.function);
     failNext(c.function, 999);
-    DriverRun failing = decodeOnHip(g.context, p);
+    DriverRun failing = decodeOnDevice(g.context, p, fp8Artifact());
     EXPECT_EQ(failing.status, c.status) << failing.message;
     EXPECT_EQ(failing.step, c.step);
     EXPECT_NE(failing.message.find("fake HIP error (999)"), std::string::npos)
@@ -1090,9 +1096,223 @@ TEST_F(FakeHip, EveryDriverFailureIsReportedAndRecovered) {
     EXPECT_EQ(liveAllocations(), allocations);
     EXPECT_EQ(liveModules(), modules);
     // The context is still good.
-    DriverRun again = decodeOnHip(g.context, p);
+    DriverRun again = decodeOnDevice(g.context, p, fp8Artifact());
     EXPECT_EQ(again.status, MLA_SUCCESS) << again.step << ": " << again.message;
   }
+}
+
+//===----------------------------------------------------------------------===//
+// The cuda backend, without a GPU (a stand-in libcuda.so.1)
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct FakeCuda : ::testing::Test {
+  void SetUp() override {
+    ::setenv("MLA_CUDA_LIBRARY", MLA_FAKE_CUDA_PATH, 1);
+    ::unsetenv("FAKE_CUDA_DEVICE_COUNT");
+    ::unsetenv("FAKE_CUDA_CC");
+    fake = dlopen(MLA_FAKE_CUDA_PATH, RTLD_NOW);
+    ASSERT_NE(fake, nullptr);
+  }
+  void TearDown() override { ::unsetenv("MLA_CUDA_LIBRARY"); }
+  template <typename F> F hook(const char *name) {
+    auto fn = reinterpret_cast<F>(dlsym(fake, name));
+    EXPECT_NE(fn, nullptr) << name;
+    return fn;
+  }
+  void *fake = nullptr;
+};
+} // namespace
+
+TEST(Runtime, NoCudaDriver) {
+  ::setenv("MLA_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+  mla_context context = nullptr;
+  EXPECT_EQ(mla_context_create(MLA_BACKEND_CUDA, 0, &context),
+            MLA_ERROR_BACKEND_UNAVAILABLE);
+  EXPECT_EQ(context, nullptr);
+  EXPECT_NE(std::string(mla_last_error()).find("cannot load the CUDA driver"),
+            std::string::npos)
+      << mla_last_error();
+  ::unsetenv("MLA_CUDA_LIBRARY");
+}
+
+TEST_F(FakeCuda, NoDevice) {
+  ::setenv("FAKE_CUDA_DEVICE_COUNT", "0", 1);
+  mla_context context = nullptr;
+  EXPECT_EQ(mla_context_create(MLA_BACKEND_CUDA, 0, &context),
+            MLA_ERROR_BACKEND_UNAVAILABLE);
+  EXPECT_NE(std::string(mla_last_error()).find("no NVIDIA GPU"),
+            std::string::npos)
+      << mla_last_error();
+  ::setenv("FAKE_CUDA_DEVICE_COUNT", "1", 1);
+  EXPECT_EQ(mla_context_create(MLA_BACKEND_CUDA, 2, &context),
+            MLA_ERROR_BACKEND_UNAVAILABLE);
+  EXPECT_NE(std::string(mla_last_error()).find("no GPU 2"), std::string::npos)
+      << mla_last_error();
+}
+
+/// An Ampere card is sm_80; a gfx950 artifact has no PTX.
+TEST_F(FakeCuda, WrongDeviceOrArtifact) {
+  ::setenv("FAKE_CUDA_CC", "8.0", 1);
+  {
+    ContextGuard g;
+    mla_kernel kernel = nullptr;
+    EXPECT_EQ(load(MLA_BACKEND_CUDA, fp8SM90aArtifact(), &g.context, &kernel),
+              MLA_ERROR_TARGET_MISMATCH);
+    EXPECT_STREQ(mla_last_error(), "the artifact is built for sm_90a, but GPU "
+                                   "0 is sm_80; recompile it for sm_80");
+  }
+  ::unsetenv("FAKE_CUDA_CC");
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  EXPECT_EQ(load(MLA_BACKEND_CUDA, fp8Artifact(), &g.context, &kernel),
+            MLA_ERROR_BACKEND_UNAVAILABLE);
+  EXPECT_NE(std::string(mla_last_error()).find("has no PTX (built for gfx950)"),
+            std::string::npos)
+      << mla_last_error();
+}
+
+/// PTX the driver's JIT refuses is an invalid artifact with the JIT's log.
+TEST_F(FakeCuda, PtxJitFailureCarriesTheLog) {
+  auto artifact = parseArtifact(fp8SM90aArtifact());
+  ASSERT_TRUE(bool(artifact));
+  size_t at = artifact->ptx.find(".target sm_90a");
+  ASSERT_NE(at, std::string::npos);
+  artifact->ptx.replace(at, 14, ".target sm_52 ");
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  EXPECT_EQ(load(MLA_BACKEND_CUDA, serializeArtifact(*artifact), &g.context,
+                 &kernel),
+            MLA_ERROR_INVALID_ARTIFACT);
+  EXPECT_NE(std::string(mla_last_error())
+                .find("cuModuleLoadDataEx) failed: fake CUDA error (218): "
+                      "ptxas fatal: not PTX for sm_90a"),
+            std::string::npos)
+      << mla_last_error();
+}
+
+/// The parameter buffer holds every memref descriptor word at 8 bytes a
+/// word, in order, as the PTX declares them; the plan kernel runs only for
+/// device plans, the partial kernel on the persistent grid (2 blocks per
+/// SM), the combine kernel one block per sequence.
+TEST_F(FakeCuda, PacksKernelParametersInOrder) {
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  ASSERT_EQ(load(MLA_BACKEND_CUDA, fp8SM90aArtifact(), &g.context, &kernel),
+            MLA_SUCCESS)
+      << mla_last_error();
+  const char *arch = nullptr;
+  ASSERT_EQ(mla_context_arch(g.context, &arch), MLA_SUCCESS);
+  EXPECT_STREQ(arch, "sm_90a");
+  DecodeProblem p = smallProblem({70, 300}, 3);
+  mla_plan pl = plan(kernel, p);
+  Launchable l(pl, p);
+  auto count = hook<int (*)()>("fakeCudaLaunchCount");
+  auto get = hook<const char *(*)(int, unsigned *, unsigned *,
+                                  const uint8_t **, size_t *)>(
+      "fakeCudaLaunch");
+  int before = count();
+  ASSERT_EQ(mla_launch(kernel, pl, &l.args, nullptr), MLA_SUCCESS)
+      << mla_last_error();
+  ASSERT_EQ(count(), before + 2);
+  auto artifact = parseArtifact(fp8SM90aArtifact());
+  ASSERT_TRUE(bool(artifact));
+  for (int k = 0; k < 2; ++k) {
+    unsigned grid[3], block[3];
+    const uint8_t *params;
+    size_t bytes;
+    std::string name = get(before + k, grid, block, &params, &bytes);
+    const ArtifactKernel &desc = artifact->kernels[k];
+    EXPECT_EQ(name, desc.name);
+    EXPECT_EQ(block[0], 256u);
+    EXPECT_EQ(grid[0], k == 0 ? 264u : 2u);
+    EXPECT_EQ(grid[1], k == 0 ? 1u : 16u); // combine: a block per head
+    int64_t word = 0;
+    for (const ArtifactKernelArg &arg : desc.args)
+      for (auto [offset, size] : arg.fields) {
+        EXPECT_EQ(offset, 8 * word++) << arg.name;
+        EXPECT_EQ(size, 8) << arg.name;
+      }
+    EXPECT_EQ(bytes, size_t(8 * word));
+    // The first parameter: q's (partial) or partial_out's (combine) pointer.
+    int64_t first = 0;
+    std::memcpy(&first, params, 8);
+    EXPECT_EQ(first, reinterpret_cast<int64_t>(k == 0 ? l.args.q
+                                                      : l.args.workspace));
+  }
+  mla_plan_destroy(pl);
+  mla_kernel_destroy(kernel);
+  EXPECT_EQ(hook<int (*)()>("fakeCudaLiveModules")(), 0);
+}
+
+/// Each driver call fails once, in turn: its documented status with the
+/// call's name; nothing stays allocated or loaded; the context recovers.
+TEST_F(FakeCuda, EveryDriverFailureIsReportedAndRecovered) {
+  auto failNext = hook<void (*)(const char *, int)>("fakeCudaFailNext");
+  auto liveAllocations = hook<int (*)()>("fakeCudaLiveAllocations");
+  auto liveModules = hook<int (*)()>("fakeCudaLiveModules");
+  auto retained = hook<int (*)()>("fakeCudaRetainedContexts");
+  int contexts = retained();
+  {
+    ContextGuard g;
+    ASSERT_EQ(mla_context_create(MLA_BACKEND_CUDA, 0, &g.context), MLA_SUCCESS)
+        << mla_last_error();
+    DecodeProblem p = smallProblem({70, 300}, 2);
+    int allocations = liveAllocations(), modules = liveModules();
+    struct Case {
+      const char *function, *step;
+      mla_status status;
+    };
+    const Case cases[] = {
+        {"cuModuleLoadDataEx", "load", MLA_ERROR_INVALID_ARTIFACT},
+        {"cuModuleGetFunction", "load", MLA_ERROR_INVALID_ARTIFACT},
+        {"cuMemAlloc_v2", "malloc", MLA_ERROR_INTERNAL},
+        {"cuMemcpyHtoD_v2", "copy in", MLA_ERROR_INTERNAL},
+        {"cuLaunchKernel", "launch", MLA_ERROR_LAUNCH_FAILED},
+        {"cuStreamSynchronize", "synchronize", MLA_ERROR_LAUNCH_FAILED},
+        {"cuMemcpyDtoH_v2", "copy out", MLA_ERROR_INTERNAL},
+        {"cuMemFree_v2", "free", MLA_ERROR_INTERNAL},
+        {"cuCtxSetCurrent", "load", MLA_ERROR_INTERNAL},
+    };
+    for (const Case &c : cases) {
+      SCOPED_TRACE(c.function);
+      failNext(c.function, 999);
+      DriverRun failing = decodeOnDevice(g.context, p, fp8SM90aArtifact());
+      EXPECT_EQ(failing.status, c.status) << failing.message;
+      EXPECT_EQ(failing.step, c.step);
+      EXPECT_NE(failing.message.find("fake CUDA error (999)"),
+                std::string::npos)
+          << failing.message;
+      EXPECT_EQ(liveAllocations(), allocations);
+      EXPECT_EQ(liveModules(), modules);
+      DriverRun again = decodeOnDevice(g.context, p, fp8SM90aArtifact());
+      EXPECT_EQ(again.status, MLA_SUCCESS) << again.step << ": "
+                                           << again.message;
+    }
+  }
+  // Destroying the context releases the primary context it retained.
+  EXPECT_EQ(retained(), contexts);
+}
+
+/// The emu runs the sm_90a kernels too (generic GPU ops), so their numbers
+/// are checked without a GPU.
+TEST(Runtime, EmuRunsTheSM90aKernels) {
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  ASSERT_EQ(load(MLA_BACKEND_EMU, fp8SM90aArtifact(), &g.context, &kernel),
+            MLA_SUCCESS)
+      << mla_last_error();
+  DecodeProblem p = smallProblem({70, 300}, 3);
+  mla_plan pl = plan(kernel, p);
+  Launchable l(pl, p);
+  ASSERT_EQ(mla_launch(kernel, pl, &l.args, nullptr), MLA_SUCCESS)
+      << mla_last_error();
+  Tolerance tol = defaultTolerance(CacheFormat::FP8);
+  ErrorReport report =
+      compareWithReference(referenceDecode(l.problem), l.out, l.lse, tol);
+  EXPECT_TRUE(report.passed(tol)) << "rel_err " << report.relErr;
+  mla_plan_destroy(pl);
+  mla_kernel_destroy(kernel);
 }
 
 //===----------------------------------------------------------------------===//

@@ -129,6 +129,7 @@ constexpr int64_t kVersion = 2; // 2: persistent grid, plan kernel
 constexpr std::string_view kFormatName = "mla-decode-artifact";
 constexpr std::string_view kManifest = "manifest.json";
 constexpr std::string_view kHsaco = "kernels.hsaco";
+constexpr std::string_view kPtx = "kernels.ptx";
 constexpr std::string_view kEmuModule = "kernels.emu.mlir";
 constexpr std::string_view kCpuModule = "decode.cpu.mlir";
 } // namespace artifact

@@ -7,6 +7,7 @@
 #include "mla/Support/StatusError.h"
 #include "mla/Target/AMDGPU/CodeObject.h"
 #include "mla/Target/KnownTargets.h"
+#include "mla/Target/NVPTX/PTX.h"
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -101,9 +102,12 @@ describeKernel(llvm::StringRef name, mlir::DictionaryAttr launch,
 
 constexpr std::string_view kKernelNames[] = {
     kernel::kPartial, kernel::kCombine, kernel::kPlan};
-} // namespace
 
-llvm::Expected<CodeObject> mla::compileCodeObject(mlir::ModuleOp module) {
+/// The one gpu.module of `module`; `pipeline` names the pipeline that makes
+/// it, for the error.
+llvm::Expected<mlir::gpu::GPUModuleOp> singleDeviceModule(mlir::ModuleOp module,
+                                                          llvm::StringRef what,
+                                                          llvm::StringRef pipeline) {
   mlir::gpu::GPUModuleOp gpuModule;
   int count = 0;
   module->walk([&](mlir::gpu::GPUModuleOp m) {
@@ -112,13 +116,43 @@ llvm::Expected<CodeObject> mla::compileCodeObject(mlir::ModuleOp module) {
   });
   if (count != 1)
     return statusError(Status::InvalidArgument,
-                       "a code object holds one gpu.module; the module has " +
-                           llvm::Twine(count) +
-                           " (lower mla.decode with the gfx950 pipeline first)");
+                       what + " one gpu.module; the module has " +
+                           llvm::Twine(count) + " (lower mla.decode with " +
+                           pipeline + " first)");
+  return gpuModule;
+}
+
+/// The launch descriptions of the module's kernels, in artifact order, with
+/// the kernarg layout `layout` gives.
+llvm::Expected<std::vector<ArtifactKernel>>
+describeKernels(mlir::gpu::GPUModuleOp gpuModule,
+                const std::vector<amdgpu::KernelMetadata> &layout) {
+  std::vector<ArtifactKernel> kernels;
+  for (llvm::StringRef name : kKernelNames) {
+    mlir::Operation *kernel = gpuModule.lookupSymbol(name);
+    if (!kernel)
+      continue;
+    auto described = describeKernel(
+        name,
+        kernel->getAttrOfType<mlir::DictionaryAttr>(MLADialect::kLaunchAttrName),
+        &layout);
+    if (!described)
+      return described.takeError();
+    kernels.push_back(std::move(*described));
+  }
+  return kernels;
+}
+} // namespace
+
+llvm::Expected<CodeObject> mla::compileCodeObject(mlir::ModuleOp module) {
+  auto gpuModule =
+      singleDeviceModule(module, "a code object holds", "--mla-decode-to-gfx950");
+  if (!gpuModule)
+    return gpuModule.takeError();
   CodeObject result;
-  result.chip = amdgpu::getChip(gpuModule);
+  result.chip = amdgpu::getChip(*gpuModule);
   llvm::LLVMContext llvmContext;
-  auto llvmModule = amdgpu::translateToLLVMIR(gpuModule, llvmContext);
+  auto llvmModule = amdgpu::translateToLLVMIR(*gpuModule, llvmContext);
   if (!llvmModule)
     return llvmModule.takeError();
   auto object = amdgpu::emitObject(**llvmModule);
@@ -131,37 +165,67 @@ llvm::Expected<CodeObject> mla::compileCodeObject(mlir::ModuleOp module) {
   auto metadata = amdgpu::readKernelMetadata(result.hsaco);
   if (!metadata)
     return metadata.takeError();
-  for (llvm::StringRef name : kKernelNames) {
-    mlir::Operation *kernel = gpuModule.lookupSymbol(name);
-    if (!kernel)
-      continue;
-    auto described = describeKernel(
-        name,
-        kernel->getAttrOfType<mlir::DictionaryAttr>(MLADialect::kLaunchAttrName),
-        &*metadata);
-    if (!described)
-      return described.takeError();
-    result.kernels.push_back(std::move(*described));
+  auto kernels = describeKernels(*gpuModule, *metadata);
+  if (!kernels)
+    return kernels.takeError();
+  result.kernels = std::move(*kernels);
+  return result;
+}
+
+llvm::Expected<CodeObject> mla::compilePTX(mlir::ModuleOp module) {
+  auto gpuModule = singleDeviceModule(module, "PTX is made of", "--mla-decode-to-sm90a");
+  if (!gpuModule)
+    return gpuModule.takeError();
+  CodeObject result;
+  result.chip = nvptx::getChip(*gpuModule);
+  llvm::LLVMContext llvmContext;
+  auto llvmModule = nvptx::translateToLLVMIR(*gpuModule, llvmContext);
+  if (!llvmModule)
+    return llvmModule.takeError();
+  auto ptx = nvptx::emitPTX(**llvmModule);
+  if (!ptx)
+    return ptx.takeError();
+  auto params = nvptx::entryParameterCounts(*ptx);
+  if (!params)
+    return params.takeError();
+  result.ptx = std::move(*ptx);
+  // PTX parameters are the descriptor words in order, 8 bytes each.
+  std::vector<amdgpu::KernelMetadata> layout;
+  for (auto [name, count] : *params) {
+    amdgpu::KernelMetadata kernel;
+    kernel.name = name;
+    for (int64_t i = 0; i < count; ++i)
+      kernel.args.push_back({8 * i, 8, "by_value"});
+    layout.push_back(std::move(kernel));
   }
+  auto kernels = describeKernels(*gpuModule, layout);
+  if (!kernels)
+    return kernels.takeError();
+  result.kernels = std::move(*kernels);
   return result;
 }
 
 namespace {
-/// The gfx950 code object of the host module `source`.
+/// The device code of the host module `source` for the target's
+/// architecture: sm_90a PTX, or the gfx950 code object.
 llvm::Expected<CodeObject> compileHostModule(mlir::PassManager &pm,
                                              llvm::StringRef source,
                                              const KernelSignature &sig,
+                                             bool nvidia,
                                              std::string &diagnostics) {
   auto module = mlir::parseSourceString<mlir::ModuleOp>(
       source, pm.getContext(), "mla_decode_host");
   if (!module)
     return compileError("the host module does not parse: " + diagnostics);
   DecodePipelineOptions options = sig.config;
-  options.stopAt = GFX950Level::ROCDL;
-  buildDecodeToGFX950Pipeline(pm, options);
+  options.stopAt = nvidia ? GFX950Level::NVVM : GFX950Level::ROCDL;
+  if (nvidia)
+    buildDecodeToSM90aPipeline(pm, options);
+  else
+    buildDecodeToGFX950Pipeline(pm, options);
   if (mlir::failed(pm.run(*module)))
     return compileError(diagnostics);
-  return compileCodeObject(*module);
+  return nvidia ? compilePTX(*module) : compileCodeObject(*module);
 }
 } // namespace
 
@@ -276,8 +340,10 @@ llvm::Expected<Artifact> compileForms(const KernelSignature &sig,
   a.chip = target->arch->arch.str();
   a.computeUnits = target->computeUnits;
   a.xcds = target->xcds;
-  // The emu runs only the architecture it models.
-  bool emuForm = forms.emu && target->arch == &emulatedArch();
+  if (isNVIDIAArch(a.chip))
+    a.triple = "nvptx64-nvidia-cuda";
+  // The emu runs the architectures it models.
+  bool emuForm = forms.emu && target->arch->emulated;
   if (!target->arch->hasGPUKernels || (!emuForm && !forms.gfx950))
     return a;
 
@@ -296,14 +362,17 @@ llvm::Expected<Artifact> compileForms(const KernelSignature &sig,
     }
   }
 
-  // The gfx950 form: its launch description includes the kernarg layout.
+  // The device form: the gfx950 code object (its launch description
+  // includes the kernarg layout) or, for NVIDIA chips, PTX (8-byte words).
   if (forms.gfx950) {
-    auto codeObject =
-        compileHostModule(*makePassManager(), hostText, sig, diagnostics);
-    if (!codeObject)
-      return codeObject.takeError();
-    a.hsaco = std::move(codeObject->hsaco);
-    a.kernels = std::move(codeObject->kernels);
+    bool nvidia = isNVIDIAArch(a.chip);
+    auto code = compileHostModule(*makePassManager(), hostText, sig, nvidia,
+                                  diagnostics);
+    if (!code)
+      return code.takeError();
+    a.hsaco = std::move(code->hsaco);
+    a.ptx = std::move(code->ptx);
+    a.kernels = std::move(code->kernels);
   } else {
     for (llvm::StringRef name : kKernelNames) {
       auto lane = emuModule->lookupSymbol<mlir::func::FuncOp>(
@@ -320,7 +389,7 @@ llvm::Expected<Artifact> compileForms(const KernelSignature &sig,
     }
   }
   if (a.kernels.size() != std::size(kKernelNames))
-    return compileError("the kernels are missing from the gfx950 form");
+    return compileError("the kernels are missing from the device form");
   return a;
 }
 } // namespace

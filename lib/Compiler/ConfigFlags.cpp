@@ -8,7 +8,7 @@ namespace cl = llvm::cl;
 ConfigFlags::ConfigFlags(cl::OptionCategory &category)
     : target("target",
              cl::desc("Chip the kernels and work lists are for: gfx950 (= "
-                      "mi355x) or host"),
+                      "mi355x), sm_90a (= h200; h100) or host"),
              cl::init(defaultTargetName().str()), cl::cat(category)),
       splits("splits",
              cl::desc("Work items per sequence, 1..64 (default: the "

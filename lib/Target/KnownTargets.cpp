@@ -19,6 +19,7 @@ const MatrixInstruction gfx950Matrix[] = {
 
 const ArchInfo gfx950 = {"gfx950",         /*waveSize=*/64,
                          /*ldsBytesPerCU=*/160 * 1024,
+                         /*ldsBytesPerWorkgroup=*/160 * 1024,
                          /*vectorRegistersPerLane=*/512,
                          /*unifiedRegisterFile=*/true,
                          /*simdsPerCU=*/4, /*maxWavesPerSIMD=*/8,
@@ -27,16 +28,38 @@ const ArchInfo gfx950 = {"gfx950",         /*waveSize=*/64,
 // The host runs workgroups one after another: one "CU", no workgroup memory
 // limit worth modelling, no matrix instructions.
 const ArchInfo host = {"host", /*waveSize=*/1, /*ldsBytesPerCU=*/0,
+                       /*ldsBytesPerWorkgroup=*/0,
                        /*vectorRegistersPerLane=*/0,
                        /*unifiedRegisterFile=*/false, /*simdsPerCU=*/1,
                        /*maxWavesPerSIMD=*/1, {}, /*hasGPUKernels=*/false,
                        /*emulated=*/false};
-const ArchInfo *const arches[] = {&gfx950, &host};
+// Hopper with its arch-specific features (wgmma, setmaxnreg): 228 KiB of
+// shared memory per SM, of which a block's static `.shared` may hold 48 KiB;
+// 64K 32-bit registers per SM, at most 255 per thread. The matrix
+// instructions are the warp-level mma.sync forms the kernels may use.
+const MatrixInstruction sm90aMatrix[] = {
+    {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, 8, 16,
+     "bf16", "bf16", false},
+};
+const ArchInfo sm90a = {"sm_90a",         /*waveSize=*/32,
+                        /*ldsBytesPerCU=*/228 * 1024,
+                        /*ldsBytesPerWorkgroup=*/48 * 1024,
+                        /*vectorRegistersPerLane=*/255,
+                        /*unifiedRegisterFile=*/false,
+                        /*simdsPerCU=*/4, /*maxWavesPerSIMD=*/16,
+                        sm90aMatrix,      /*hasGPUKernels=*/true,
+                        /*emulated=*/true};
+const ArchInfo *const arches[] = {&gfx950, &sm90a, &host};
 
 const TargetInfo targets[] = {
     // MI355X: 256 CUs in 8 XCDs, 8 TB/s HBM3E, 2.4 GHz.
     {"gfx950", &gfx950, 256, 8, 8.0e12, 2.4e9},
     {"mi355x", &gfx950, 256, 8, 8.0e12, 2.4e9},
+    // H200 SXM: 132 SMs, 4.8 TB/s HBM3e, 1.98 GHz boost; H100 SXM: the same
+    // chip with 3.35 TB/s HBM3. "sm_90a" names the H200.
+    {"sm_90a", &sm90a, 132, 1, 4.8e12, 1.98e9},
+    {"h200", &sm90a, 132, 1, 4.8e12, 1.98e9},
+    {"h100", &sm90a, 132, 1, 3.35e12, 1.98e9},
     {"host", &host, 1, 1, 0.0, 0.0},
 };
 } // namespace
@@ -59,4 +82,10 @@ const ArchInfo *mla::lookupArch(llvm::StringRef arch) {
 
 llvm::StringRef mla::defaultTargetName() { return "gfx950"; }
 
+llvm::StringRef mla::defaultNVIDIATargetName() { return "sm_90a"; }
+
+llvm::StringRef mla::defaultNVIDIAArch() { return sm90a.arch; }
+
 const ArchInfo &mla::emulatedArch() { return gfx950; }
+
+bool mla::isNVIDIAArch(llvm::StringRef arch) { return arch.starts_with("sm_"); }

@@ -1,6 +1,6 @@
 //===- CombineKernel.cpp - the gfx950 combine kernel ----------------------===//
 //
-// One workgroup per sequence, 256 threads over its (token, head, column)
+// One workgroup per (sequence, head), 256 threads over its (token, column)
 // outputs, merging the sequence's work items' partials by their
 // log-sum-exp; sequences with a single work item were written by the
 // partial kernel and are skipped, and so are sequences without items (a
@@ -44,7 +44,9 @@ gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
   func.setKnownBlockSizeAttr(bb.getDenseI32ArrayAttr({kThreads, 1, 1}));
   func->setAttr("rocdl.flat_work_group_size", bb.getStringAttr("256,256"));
   func->setAttr(MLADialect::kLaunchAttrName,
-                launchAttr(bb, {std::string(dim::kSequences), "1", "1"},
+                launchAttr(bb,
+                           {std::string(dim::kSequences),
+                            std::to_string(numHeads), "1"},
                            kThreads, /*ldsBytes=*/0,
                            {arg::kPartialOut, arg::kPartialLse,
                             arg::kItemIndptr, arg::kQoIndptr, arg::kOut,
@@ -59,6 +61,7 @@ gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
         out = func.getArgument(4), lseOut = func.getArgument(5);
   Value c0 = k.idx(0), c1 = k.idx(1);
   Value seq = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value head = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value firstItem = k.loadIndex(itemIndptr, {seq});
   Value lastItem = k.loadIndex(itemIndptr, {k.add(seq, c1)});
@@ -68,15 +71,15 @@ gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
   // A sequence with one work item was written by the partial kernel.
   Value split = k.lessThan(c1, k.sub(lastItem, firstItem));
   Value total = arith::SelectOp::create(
-      b, loc, split, k.mul(qLen, k.idx(numHeads * vDim)), c0);
-  // Each thread merges the outputs (token, head, column) it is assigned.
+      b, loc, split, k.mul(qLen, k.idx(vDim)), c0);
+  // Each thread merges the outputs (token, column) of the block's head it
+  // is assigned.
   scf::ForOp::create(
       b, loc, tid, total, k.idx(kThreads), ValueRange{},
       [&](OpBuilder &lb, Location, Value flat, ValueRange) {
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToStart(lb.getInsertionBlock());
-        Value token = k.div(flat, k.idx(numHeads * vDim));
-        Value head = k.rem(k.div(flat, k.idx(vDim)), k.idx(numHeads));
+        Value token = k.div(flat, k.idx(vDim));
         Value col = k.rem(flat, k.idx(vDim));
         auto maxLoop = scf::ForOp::create(
             b, loc, firstItem, lastItem, c1, ValueRange{negInf},

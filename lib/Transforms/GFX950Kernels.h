@@ -240,6 +240,9 @@ struct PlanKernelFacts {
   int64_t kvTile, forcedSplits, minTilesPerItem, maxSplitsPerSeq,
       unitOverhead;
   int64_t numHeads, qkDim, headsPerBlock, rowsPerWorkgroup, pageSize;
+  /// The LLVM sync scope of one workgroup: "workgroup" on AMDGPU, "block"
+  /// on NVPTX.
+  llvm::StringRef workgroupScope = "workgroup";
 };
 
 /// Builds the plan kernel (PlanKernel.cpp): one workgroup that writes the
@@ -248,9 +251,9 @@ mlir::gpu::GPUFuncOp buildPlanKernel(const PlanKernelFacts &facts,
                                      mlir::Location loc, mlir::OpBuilder &mb,
                                      llvm::StringRef name);
 
-/// Builds the combine kernel: one workgroup per sequence, 256 threads over
-/// its (token, head, column) outputs; sequences with a single work item are
-/// left to the partial kernel's direct write.
+/// Builds the combine kernel: one workgroup per (sequence, head), 256
+/// threads over its (token, column) outputs; sequences with a single work
+/// item are left to the partial kernel's direct write.
 mlir::gpu::GPUFuncOp buildCombineKernel(CombineOp op, mlir::OpBuilder &mb,
                                         llvm::StringRef name);
 

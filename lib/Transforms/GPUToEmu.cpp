@@ -25,6 +25,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -405,6 +406,53 @@ LogicalResult LaneFunctionBuilder::run() {
             return call(loc, "mla_emu_cvt_fp8_to_f32", {f32}, {byte});
           })))
         return failure();
+    } else if (auto mma = dyn_cast<NVVM::MmaOp>(op)) {
+      // sm_90a: mma.sync m16n8k16 bf16 (4 + 2 i32 registers, 4 f32).
+      NVVM::MMAShapeAttr shape = mma.getShape();
+      if (shape.getM() != 16 || shape.getN() != 8 || shape.getK() != 16 ||
+          mma.getMultiplicandAPtxType() != NVVM::MMATypes::bf16 ||
+          mma.getOperandA().size() != 4 || mma.getOperandB().size() != 2 ||
+          mma.getOperandC().size() != 4)
+        return op->emitOpError("emu: only bf16 mma.sync m16n8k16 is modelled");
+      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+      auto store = [&](ValueRange regs, Value buffer) {
+        auto vt = VectorType::get({int64_t(regs.size())}, regs[0].getType());
+        Value v = vector::FromElementsOp::create(b, loc, vt, regs);
+        auto bytes = VectorType::get({4 * int64_t(regs.size())}, b.getI8Type());
+        vector::StoreOp::create(b, loc,
+                                vector::BitCastOp::create(b, loc, bytes, v),
+                                buffer, ValueRange{c0});
+      };
+      store(mma.getOperandA(), aBuf);
+      store(mma.getOperandB(), bBuf);
+      store(mma.getOperandC(), cBuf);
+      call(loc, "mla_emu_mma_sync_16x8x16_bf16", {},
+           {ctx, address(loc, aBuf, {c0}), address(loc, bBuf, {c0}),
+            address(loc, cBuf, {c0}), address(loc, dBuf, {c0})});
+      auto i8x16 = VectorType::get({16}, b.getI8Type());
+      Value d = vector::BitCastOp::create(
+          b, loc, VectorType::get({4}, f32),
+          vector::LoadOp::create(b, loc, i8x16, dBuf, ValueRange{c0}));
+      Value result = LLVM::UndefOp::create(b, loc, mma.getType());
+      for (int64_t i = 0; i < 4; ++i)
+        result = LLVM::InsertValueOp::create(
+            b, loc, result,
+            vector::ExtractOp::create(b, loc, d, ArrayRef<int64_t>{i}), i);
+      op->getResult(0).replaceAllUsesWith(result);
+    } else if (auto cvt = dyn_cast<NVVM::ConvertF8x2ToF16x2Op>(op)) {
+      // sm_90a: cvt.rn.f16x2.e4m3x2, exact: each code as the emu's fp8.
+      if (!isa<Float8E4M3FNType>(cvt.getSrcType()) || cvt.getRelu())
+        return op->emitOpError("emu: only e4m3 pairs without relu are "
+                               "modelled");
+      SmallVector<Value> halves;
+      for (int64_t e = 0; e < 2; ++e) {
+        Value code =
+            vector::ExtractOp::create(b, loc, cvt.getSrc(), ArrayRef<int64_t>{e});
+        Value x = call(loc, "mla_emu_cvt_fp8_to_f32", {f32}, {code});
+        halves.push_back(arith::TruncFOp::create(b, loc, b.getF16Type(), x));
+      }
+      op->getResult(0).replaceAllUsesWith(vector::FromElementsOp::create(
+          b, loc, cast<VectorType>(cvt.getType()), halves));
     } else if (auto intr = dyn_cast<LLVM::CallIntrinsicOp>(op)) {
       StringRef name = intr.getIntrin();
       Value x = intr.getArgs()[0];

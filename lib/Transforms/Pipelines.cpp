@@ -136,6 +136,35 @@ void mla::buildDecodeToGFX950Pipeline(
   device.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void mla::buildDecodeToSM90aPipeline(OpPassManager &pm,
+                                     const DecodePipelineOptions &options) {
+  GFX950Level stopAt = options.stopAt;
+  // The shared options default to the AMD chip: left so, the target is
+  // the H200 (a chip of another architecture is mla-to-gpu's error).
+  MLASelectConfigPassOptions config = selectConfigOptions(options);
+  if (config.targetName == defaultTargetName())
+    config.targetName = defaultNVIDIATargetName().str();
+  pm.addPass(createMLASelectConfigPass(config));
+  if (stopAt == GFX950Level::Config)
+    return;
+  pm.addPass(createMLASplitKVPass());
+  if (stopAt == GFX950Level::Split)
+    return;
+  MLAToGPUPassOptions toGPU = toGPUOptions(options);
+  toGPU.requiredArch = defaultNVIDIAArch().str();
+  pm.addPass(createMLAToGPUPass(toGPU));
+  if (stopAt == GFX950Level::Kernels)
+    return;
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(createCanonicalizerPass());
+  device.addPass(createCSEPass());
+  device.addPass(createSCFToControlFlowPass());
+  // f32 math to the NVPTX instructions: upstream would call libdevice.
+  device.addPass(createMLALowerMathToNVVMPass());
+  device.addPass(createConvertGpuOpsToNVVMOps());
+  device.addPass(createReconcileUnrealizedCastsPass());
+}
+
 void mla::buildDecodeToEmuKernelsPipeline(
     OpPassManager &pm, const DecodePipelineOptions &options) {
   pm.addPass(createMLASelectConfigPass(selectConfigOptions(options)));
@@ -171,6 +200,12 @@ static void registerAll() {
       "Lower mla.decode to gfx950 kernels at the ROCDL level (config, split-KV, "
       "kernels, FP8 MFMA, ROCDL); compile them with mla-translate",
       buildDecodeToGFX950Pipeline);
+  PassPipelineRegistration<DecodePipelineOptions>(
+      "mla-decode-to-sm90a",
+      "Lower mla.decode to sm_90a (Hopper) kernels at the NVVM level (config, "
+      "split-KV, kernels, NVVM); compile them with mla-translate "
+      "--mla-to-ptx",
+      buildDecodeToSM90aPipeline);
   PassPipelineRegistration<DecodePipelineOptions>(
       "mla-decode-to-emu",
       "Lower mla.decode to the gfx950 kernels at the MFMA level and turn them "

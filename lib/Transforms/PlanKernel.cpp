@@ -243,9 +243,11 @@ gpu::GPUFuncOp PlanKernel::build(OpBuilder &mb, StringRef name) {
   });
   // The units' workgroups, written above to global memory, are read by
   // other threads: a barrier orders LDS only, the fences global memory.
-  LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release, "workgroup");
+  LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release,
+                        f.workgroupScope);
   gpu::BarrierOp::create(b, loc);
-  LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::acquire, "workgroup");
+  LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::acquire,
+                        f.workgroupScope);
   emitWorkgroupRanges(ok, sums[1]);
   gpu::ReturnOp::create(b, loc);
   return func;

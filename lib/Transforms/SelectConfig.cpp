@@ -10,6 +10,7 @@
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Target/KnownTargets.h"
 #include "mla/Target/PartialKernelPlan.h"
+#include "mla/Target/SM90KernelPlan.h"
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -51,7 +52,7 @@ TargetAttr serializeTarget(MLIRContext *ctx, const TargetInfo &info) {
     instructions.push_back(b.getStringAttr(mi.name));
   return TargetAttr::get(ctx, info.name, info.arch->arch, info.computeUnits,
                          info.xcds, info.arch->waveSize,
-                         info.arch->ldsBytesPerCU,
+                         info.arch->ldsBytesPerWorkgroup,
                          info.arch->vectorRegistersPerLane,
                          static_cast<int64_t>(info.hbmBytesPerSecond / 1e9),
                          b.getArrayAttr(instructions));
@@ -75,6 +76,7 @@ struct MLASelectConfigPass
     TargetAttr target = serializeTarget(ctx, *info);
     bool isGpu = info->arch->waveSize > 1;
 
+    bool nvidia = isNVIDIAArch(info->arch->arch);
     WalkResult result = getOperation()->walk([&](DecodeOp op) {
       int64_t heads = op.getNumHeads();
       auto pick = [](int64_t forced, int64_t chosen) {
@@ -83,22 +85,31 @@ struct MLASelectConfigPass
       // One block of all H heads: a workgroup's rows pack the (token, head)
       // rows of a sequence densely, so the fewest workgroups share a tile.
       int64_t headsPerWg = pick(headsPerWorkgroup, heads);
-      int64_t waves = pick(wavesPerWorkgroup, isGpu ? 4 : 1);
-      int64_t stages = pick(pipelineStages, isGpu ? 2 : 1);
+      int64_t waves = pick(wavesPerWorkgroup,
+                           nvidia ? SM90KernelPlan::kWarps : isGpu ? 4 : 1);
+      int64_t stages = pick(pipelineStages, isGpu && !nvidia ? 2 : 1);
       int64_t vDim = static_cast<int64_t>(op.getVHeadDim());
       auto rowGroupWavesFor = [&](int64_t tile) {
         return pick(wavesPerRowGroup,
-                    isGpu ? defaultRowGroupWaves(waves, headsPerWg, tile, vDim)
-                          : 1);
+                    isGpu && !nvidia
+                        ? defaultRowGroupWaves(waves, headsPerWg, tile, vDim)
+                        : 1);
       };
-      // 64-row tiles, unless the gfx950 kernel's stages of them do not fit
-      // its LDS (bf16 rows are twice as wide: they fit when the waves
-      // share row groups, whose score and P buffers are per group).
+      // 64-row tiles, unless the kernel's stages of them do not fit a
+      // workgroup's LDS (gfx950: bf16 rows are twice as wide; they fit when
+      // the waves share row groups, whose score and P buffers are per
+      // group; sm_90a: the decoded tile sits beside Q in 48 KiB).
       int64_t tile = kvTile;
       if (tile == 0) {
         tile = 64;
         if (isGpu) {
           auto fits = [&](int64_t candidate) {
+            if (nvidia)
+              return SM90KernelPlan({cacheFormat(op.getKvFormat()), heads,
+                                     op.getQKHeadDim(), vDim, candidate,
+                                     headsPerWg, waves, stages,
+                                     rowGroupWavesFor(candidate)})
+                         .ldsBytes() <= info->arch->ldsBytesPerWorkgroup;
             PartialKernelShape shape{
                 cacheFormat(op.getKvFormat()), heads,
                 op.getQKHeadDim(),             vDim,
@@ -106,7 +117,7 @@ struct MLASelectConfigPass
                 headsPerWg,                    waves,
                 rowGroupWavesFor(candidate)};
             return PartialKernelPlan(shape).ldsBytes() <=
-                   info->arch->ldsBytesPerCU;
+                   info->arch->ldsBytesPerWorkgroup;
           };
           while (tile > 16 && !fits(tile))
             tile /= 2;

@@ -1,4 +1,4 @@
-//===- ToGPU.cpp - split-level ops -> gfx950 kernels (L2 -> L3) -----------===//
+//===- ToGPU.cpp - split-level ops -> GPU kernels (L2 -> L3) --------------===//
 //
 // Distribution: every mla.partial_decode / mla.combine becomes a kernel in a
 // `gpu.module` for the target chip, and the host op records which kernel
@@ -9,12 +9,15 @@
 // The partial kernel is built from the decode's PartialKernelPlan (the same
 // plan the config verifier checks against the target), stage by stage:
 // GFX950Kernels.h lists the stages, one file each, and what each format
-// does differently. The combine kernel is CombineKernel.cpp.
+// does differently. For an NVIDIA target (sm_90a) it is the SM90 kernel
+// (SM90Kernels.h) in a gpu.module for NVVM. The combine and plan kernels
+// (CombineKernel.cpp, PlanKernel.cpp) serve both.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GFX950Kernels.h"
 #include "InputLevel.h"
+#include "SM90Kernels.h"
 
 #include "mla/Dialect/MLA/IR/MLADialect.h"
 #include "mla/Runtime/SplitPlanner.h"
@@ -24,6 +27,7 @@
 // The dialects the pass's kernels use (its dependentDialects).
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -74,28 +78,50 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
     };
     DenseMap<Operation *, Facts> factsOf;
     for (PartialDecodeOp op : partials) {
-      int64_t xcds = 1, ldsLimit = fallback.ldsBytesPerCU;
+      int64_t xcds = 1, ldsLimit = fallback.ldsBytesPerWorkgroup;
       int64_t computeUnits = fallbackTarget.computeUnits;
       ConfigAttr config = op.getConfig();
       if (auto plan = op.getWorkItems().getDefiningOp<PlanSplitsOp>()) {
         TargetAttr target = plan.getTarget();
-        if (target.getWaveSize() != PartialKernelPlan::kWaveSize) {
+        chip = target.getArch().str();
+        if (!isNVIDIAArch(chip) &&
+            target.getWaveSize() != PartialKernelPlan::kWaveSize) {
           op.emitOpError("the gfx950 kernels need a wave64 target; '")
               << target.getName() << "' has wave size "
               << target.getWaveSize();
           return signalPassFailure();
         }
-        chip = target.getArch().str();
         xcds = std::max<int64_t>(1, target.getXcds());
         ldsLimit = target.getLdsBytes();
         computeUnits = target.getComputeUnits();
         config = plan.getConfig();
       }
-      // The persistent grid: one workgroup per CU (a workgroup's waves
-      // fill the CU's SIMDs), as many on every XCD.
-      int64_t workgroups = std::max<int64_t>(1, computeUnits / xcds) * xcds;
-      PartialKernel kernel(op, xcds, workgroups, ldsLimit);
-      if (std::optional<std::string> why = kernel.unsupported()) {
+      if (!requiredArch.empty() && chip != requiredArch) {
+        op.emitOpError("this pipeline builds ")
+            << requiredArch << " kernels; the target's chip is " << chip
+            << " (name an " << requiredArch << " target: sm_90a, h200, h100)";
+        return signalPassFailure();
+      }
+      std::optional<std::string> why;
+      int64_t workgroups, headsPerBlock, rowsPerWorkgroup;
+      if (isNVIDIAArch(chip)) {
+        // Blocks per SM by the plan; the chip deals blocks to SMs itself.
+        xcds = 1;
+        workgroups = SM90KernelPlan::workgroups(computeUnits);
+        SM90PartialKernel kernel(op, workgroups, ldsLimit);
+        why = kernel.unsupported();
+        headsPerBlock = kernel.headsPerBlock();
+        rowsPerWorkgroup = kernel.rowsPerWorkgroup();
+      } else {
+        // The persistent grid: one workgroup per CU (a workgroup's waves
+        // fill the CU's SIMDs), as many on every XCD.
+        workgroups = std::max<int64_t>(1, computeUnits / xcds) * xcds;
+        PartialKernel kernel(op, xcds, workgroups, ldsLimit);
+        why = kernel.unsupported();
+        headsPerBlock = kernel.headsPerBlock();
+        rowsPerWorkgroup = kernel.rowsPerWorkgroup();
+      }
+      if (why) {
         op.emitOpError(*why);
         return signalPassFailure();
       }
@@ -113,9 +139,10 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
           defaults.unitOverhead,
           op.getNumHeads(),
           op.getQKHeadDim(),
-          kernel.headsPerBlock(),
-          kernel.rowsPerWorkgroup(),
-          op.getPageSize()};
+          headsPerBlock,
+          rowsPerWorkgroup,
+          op.getPageSize(),
+          isNVIDIAArch(chip) ? "block" : "workgroup"};
       factsOf[op] = {xcds, workgroups, ldsLimit, plan};
     }
 
@@ -124,11 +151,16 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
                     UnitAttr::get(ctx));
     OpBuilder mb(ctx);
     mb.setInsertionPointToEnd(module.getBody());
-    auto gpuModule = gpu::GPUModuleOp::create(
-        mb, module.getLoc(), "mla_kernels",
-        mb.getArrayAttr({ROCDL::ROCDLTargetAttr::get(ctx, /*optLevel=*/3,
-                                                     "amdgcn-amd-amdhsa",
-                                                     chip)}));
+    bool nvidia = isNVIDIAArch(chip);
+    Attribute targetAttr =
+        nvidia ? Attribute(NVVM::NVVMTargetAttr::get(
+                     ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", chip,
+                     "+ptx83"))
+               : Attribute(ROCDL::ROCDLTargetAttr::get(
+                     ctx, /*optLevel=*/3, "amdgcn-amd-amdhsa", chip));
+    auto gpuModule = gpu::GPUModuleOp::create(mb, module.getLoc(),
+                                              "mla_kernels",
+                                              mb.getArrayAttr({targetAttr}));
     SymbolTable symbols(gpuModule);
     OpBuilder kb(ctx);
     kb.setInsertionPointToStart(gpuModule.getBody());
@@ -138,10 +170,15 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
                       SymbolRefAttr::get(ctx, gpuModule.getName(),
                                          {FlatSymbolRefAttr::get(kernel)}));
     };
-    for (PartialDecodeOp op : partials)
-      record(op, PartialKernel(op, factsOf[op].xcds, factsOf[op].workgroups,
-                               factsOf[op].ldsLimit, testHazard)
-                     .build(kb, kernel::kPartial));
+    for (PartialDecodeOp op : partials) {
+      const Facts &facts = factsOf[op];
+      record(op, nvidia ? SM90PartialKernel(op, facts.workgroups,
+                                            facts.ldsLimit)
+                              .build(kb, kernel::kPartial)
+                        : PartialKernel(op, facts.xcds, facts.workgroups,
+                                        facts.ldsLimit, testHazard)
+                              .build(kb, kernel::kPartial));
+    }
     for (CombineOp op : combines)
       record(op, buildCombineKernel(op, kb, kernel::kCombine));
     // The device planner, launched before the partial kernel by device
@@ -149,6 +186,13 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
     for (PartialDecodeOp op : partials)
       symbols.insert(
           buildPlanKernel(factsOf[op].plan, op.getLoc(), kb, kernel::kPlan));
+    // The combine and plan kernels are target-neutral but for their AMD
+    // launch hints.
+    if (nvidia)
+      for (auto func : gpuModule.getOps<gpu::GPUFuncOp>())
+        for (NamedAttribute attr : llvm::to_vector(func->getDiscardableAttrs()))
+          if (attr.getName().strref().starts_with("rocdl."))
+            func->removeAttr(attr.getName());
   }
 };
 } // namespace

@@ -1,7 +1,7 @@
 """mla.decode for Python: load artifacts, plan split-KV work lists, launch.
 
     import mla
-    ctx = mla.Context("emu")                  # "emu", "cpu" or "hip"
+    ctx = mla.Context("emu")                  # "emu", "cpu", "hip" or "cuda"
     kernel = ctx.load("decode_fp8.mla")       # mla-compile's artifact
     decode = mla.DecodeWrapper(kernel)
     decode.plan(qo_indptr, kv_indptr)         # once per batch

@@ -258,9 +258,12 @@ std::shared_ptr<Context> openContext(const std::string &backend, int device) {
   } else if (backend == "hip") {
     c->backend = MLA_BACKEND_HIP;
     c->deviceType = kDLROCM;
+  } else if (backend == "cuda") {
+    c->backend = MLA_BACKEND_CUDA;
+    c->deviceType = kDLCUDA;
   } else {
     throw py::value_error("unknown backend '" + backend +
-                          "' (emu, cpu or hip)");
+                          "' (emu, cpu, hip or cuda)");
   }
   check(mla_context_create(c->backend, device, &c->handle),
         "creating the context");

@@ -294,10 +294,11 @@ public:
   std::string arch() const override { return emulatedArch().arch.str(); }
   rt::Expected<std::unique_ptr<LoadedKernel>>
   load(const Artifact &artifact) override {
-    if (artifact.chip != arch())
+    const ArchInfo *chip = lookupArch(artifact.chip);
+    if (!chip || !chip->emulated)
       return rt::fail(Status::TargetMismatch, "the artifact is built for ",
-                      artifact.chip, "; the emu backend runs ", arch(),
-                      " kernels");
+                      artifact.chip, "; the emu backend runs gfx950 and "
+                      "sm_90a kernels");
     if (artifact.emuModule.empty())
       return rt::fail(Status::BackendUnavailable,
                       "the artifact has no emu form (compiled without it); "

@@ -25,6 +25,7 @@ namespace {
 using artifact::kCpuModule;
 using artifact::kEmuModule;
 using artifact::kHsaco;
+using artifact::kPtx;
 using artifact::kManifest;
 constexpr size_t kBlock = 512;
 
@@ -382,6 +383,7 @@ std::string mla::serializeArtifact(const Artifact &a) {
                                    {"crc32", (int64_t)crc(data)}});
   };
   addFile(kHsaco, a.hsaco);
+  addFile(kPtx, a.ptx);
   addFile(kEmuModule, a.emuModule);
   addFile(kCpuModule, a.cpuModule);
   json::Object manifest{
@@ -409,6 +411,8 @@ std::string mla::serializeArtifact(const Artifact &a) {
   appendMember(archive, kManifest, json::print(manifest));
   if (!a.hsaco.empty())
     appendMember(archive, kHsaco, a.hsaco);
+  if (!a.ptx.empty())
+    appendMember(archive, kPtx, a.ptx);
   if (!a.emuModule.empty())
     appendMember(archive, kEmuModule, a.emuModule);
   if (!a.cpuModule.empty())
@@ -528,6 +532,7 @@ rt::Expected<Artifact> mla::parseArtifact(std::string_view bytes) {
     if ((int64_t)crc(member->data) != sum)
       return invalid("member '", name, "' is corrupted (CRC-32 mismatch)");
     std::string *slot = name == kHsaco       ? &a.hsaco
+                        : name == kPtx       ? &a.ptx
                         : name == kEmuModule ? &a.emuModule
                         : name == kCpuModule ? &a.cpuModule
                                              : nullptr;
@@ -541,7 +546,8 @@ rt::Expected<Artifact> mla::parseArtifact(std::string_view bytes) {
     return invalid("the archive holds members the manifest does not list");
   if (a.cpuModule.empty())
     return invalid("the reference form (", kCpuModule, ") is missing");
-  if ((!a.hsaco.empty() || !a.emuModule.empty()) && a.kernels.size() != 3)
+  if ((!a.hsaco.empty() || !a.ptx.empty() || !a.emuModule.empty()) &&
+      a.kernels.size() != 3)
     return invalid("an artifact with kernels describes the partial, the "
                    "combine and the plan kernel");
   if (!a.kernels.empty() &&

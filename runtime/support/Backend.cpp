@@ -47,6 +47,56 @@ Expected<int64_t> LaunchBuffers::resolve(std::string_view entry) const {
                             {dim::kWorkUnits, numWorkUnits}});
 }
 
+Expected<PackedLaunch> mla::rt::packLaunch(const ArtifactKernel &kernel,
+                                           const LaunchBuffers &buffers) {
+  PackedLaunch packed;
+  packed.kernargBytes = kernel.kernargBytes;
+  packed.kernarg.assign((kernel.kernargBytes + 7) / 8, 0);
+  auto *kernarg = reinterpret_cast<uint8_t *>(packed.kernarg.data());
+  for (const ArtifactKernelArg &arg : kernel.args) {
+    auto ptr = buffers.pointer(arg.name);
+    if (!ptr)
+      return ptr.takeError();
+    std::vector<int64_t> words = {reinterpret_cast<int64_t>(*ptr),
+                                  reinterpret_cast<int64_t>(*ptr), 0};
+    std::vector<int64_t> sizes;
+    for (const std::string &d : arg.dims) {
+      auto size = buffers.resolve(d);
+      if (!size)
+        return size.takeError();
+      sizes.push_back(*size);
+    }
+    std::vector<int64_t> strides(sizes.size());
+    int64_t stride = 1;
+    for (size_t i = sizes.size(); i-- > 0;) {
+      strides[i] = stride;
+      stride *= sizes[i];
+    }
+    words.insert(words.end(), sizes.begin(), sizes.end());
+    words.insert(words.end(), strides.begin(), strides.end());
+    if (words.size() != arg.fields.size())
+      return fail(Status::InvalidArtifact, "invalid artifact: argument ",
+                  arg.name, " of ", kernel.name, " has ", arg.fields.size(),
+                  " kernarg fields for ", words.size(), " descriptor words");
+    for (size_t w = 0; w < words.size(); ++w) {
+      auto [offset, size] = arg.fields[w];
+      if (offset < 0 || (size != 4 && size != 8) ||
+          offset + size > kernel.kernargBytes)
+        return fail(Status::InvalidArtifact,
+                    "invalid artifact: kernarg field of ", arg.name,
+                    " out of the kernarg segment");
+      std::memcpy(kernarg + offset, &words[w], size); // little endian
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    auto size = buffers.resolve(kernel.grid[i]);
+    if (!size)
+      return size.takeError();
+    packed.grid[i] = static_cast<unsigned>(*size);
+  }
+  return packed;
+}
+
 bool LaunchBuffers::runs(const ArtifactKernel &kernel) const {
   bool isPlan = kernel.name == kernel::kPlan;
   return planOnly ? isPlan : devicePlan || !isPlan;

@@ -19,7 +19,7 @@
 // WAVES: error: 'mla.decode' op waves_per_workgroup = 32 gives 2048 threads, more than 1024
 // STAGES: error: 'mla.decode' op pipeline_stages = -2 must be at least 1
 // ROWGROUP: error: 'mla.decode' op waves_per_row_group = 3 must be positive and divide waves_per_workgroup = 4
-// TARGET: error: unknown target 'gfx942' (known: gfx950, mi355x, host)
+// TARGET: error: unknown target 'gfx942' (known: gfx950, mi355x, sm_90a, h200, h100, host)
 
 // A bf16 cache row is 1152 bytes: 3 stages of 64 rows exceed 160 KiB (the
 // gfx950 default for bf16 is 32 rows).

@@ -91,7 +91,7 @@
 // CHECK: } else {
 // CHECK:   vector.transfer_write %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %[[VBASE]]] {{.+}} : vector<16x128xf32>, memref<?x4x16x512xf32>
 // CHECK: gpu.func @mla_combine({{.+}}) kernel
-// CHECK-SAME: grid = ["num_sequences", "1", "1"]
+// CHECK-SAME: grid = ["num_sequences", "16", "1"]
 // The combine skips sequences of fewer than two work items.
 // CHECK: %[[SPLIT:.+]] = arith.cmpi slt, %c1, %{{.+}}
 // CHECK: arith.select %[[SPLIT]], %{{.+}}, %c0

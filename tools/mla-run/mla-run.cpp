@@ -79,8 +79,9 @@ static cl::opt<std::string> saveInputs("save-inputs", cl::desc("Write the inputs
                                        cl::value_desc("DIR"), cl::cat(category));
 static cl::opt<std::string> backend("backend",
                                     cl::desc("Backend: cpu (reference lowering), emu "
-                                             "(the gfx950 kernels on the CPU) or hip "
-                                             "(an AMD GPU)"),
+                                             "(the gfx950 kernels on the CPU), hip "
+                                             "(an AMD GPU) or cuda (the sm_90a "
+                                             "kernels on an NVIDIA Hopper GPU)"),
                                     cl::init("cpu"),
                                     cl::cat(category));
 static cl::opt<std::string> pipeline(
@@ -108,7 +109,7 @@ static cl::opt<std::string> artifactPath(
     "artifact",
     cl::desc("Run this artifact (from mla-compile) instead of compiling one"),
     cl::value_desc("FILE"), cl::cat(category));
-static cl::opt<int> deviceOpt("device", cl::desc("hip: the GPU to run on"),
+static cl::opt<int> deviceOpt("device", cl::desc("hip, cuda: the GPU to run on"),
                               cl::init(0), cl::cat(category));
 static cl::opt<bool> dumpIR("dump-ir",
                             cl::desc("Print the IR after every pass that builds "
@@ -252,9 +253,19 @@ mla_status createPlan(mla_kernel kernel, const DecodeProblem &p,
 }
 
 mla_backend backendKind() {
-  return backend == "hip"   ? MLA_BACKEND_HIP
-         : backend == "emu" ? MLA_BACKEND_EMU
-                            : MLA_BACKEND_CPU;
+  return backend == "hip"    ? MLA_BACKEND_HIP
+         : backend == "cuda" ? MLA_BACKEND_CUDA
+         : backend == "emu"  ? MLA_BACKEND_EMU
+                             : MLA_BACKEND_CPU;
+}
+
+/// The configuration flags; the cuda backend's target is sm_90a unless
+/// --target names one.
+DecodePipelineOptions configOptions() {
+  DecodePipelineOptions options = config.options();
+  if (backend == "cuda" && !config.targetGiven())
+    options.target = defaultNVIDIATargetName().str();
+  return options;
 }
 
 /// Opens the context and compiles (or reads) the artifact for problems
@@ -266,6 +277,8 @@ llvm::Error loadKernel(Handles &h, const DecodeProblem &p,
             "creating the " + backend + " context");
   // Loading JIT-compiles the emu and cpu forms.
   const char *loading = kind == MLA_BACKEND_HIP ? "loading the code object"
+                        : kind == MLA_BACKEND_CUDA
+                            ? "loading the PTX (the driver JIT-compiles it)"
                         : kind == MLA_BACKEND_EMU
                             ? "loading the artifact (JIT-compiling the emu form)"
                             : "loading the artifact (lowering and JIT-compiling "
@@ -300,14 +313,15 @@ llvm::Error loadKernel(Handles &h, const DecodeProblem &p,
               llvm::formatv("{0}", p.effectiveSmScale()));
   } else {
     ArtifactForms forms;
-    forms.gfx950 = kind == MLA_BACKEND_HIP;
+    forms.gfx950 = kind == MLA_BACKEND_HIP || kind == MLA_BACKEND_CUDA;
     forms.emu = kind == MLA_BACKEND_EMU;
     forms.printIR = dumpIR;
     std::string bytes;
     {
       auto phase = phases.phase(
           llvm::Twine("compiling the artifact (") +
-          (forms.gfx950 ? "gfx950 code object, "
+          (kind == MLA_BACKEND_CUDA ? "sm_90a PTX, "
+           : forms.gfx950 ? "gfx950 code object, "
            : forms.emu  ? "emu form, "
                         : "") +
           "reference form)");
@@ -704,8 +718,10 @@ int main(int argc, char **argv) {
     if (!format)
       return fail("unknown --format '" + formatOpt + "' (bf16, fp8 or mxfp4)");
   }
-  if (backend != "cpu" && backend != "emu" && backend != "hip")
-    return fail("unknown --backend '" + backend + "' (available: cpu, emu, hip)");
+  if (backend != "cpu" && backend != "emu" && backend != "hip" &&
+      backend != "cuda")
+    return fail("unknown --backend '" + backend +
+                "' (available: cpu, emu, hip, cuda)");
   if (repeat < 1)
     return fail("--repeat must be at least 1");
   if (kvTraffic && backend != "emu")
@@ -719,13 +735,14 @@ int main(int argc, char **argv) {
   if (pipeline != "decompose" && pipeline != "split")
     return fail("unknown --pipeline '" + pipeline + "' (decompose or split)");
   bool split = pipeline == "split";
-  bool emu = backend == "emu" || backend == "hip"; // the gfx950 kernels
+  // The GPU kernels (gfx950 on emu and hip, sm_90a on cuda).
+  bool emu = backend == "emu" || backend == "hip" || backend == "cuda";
   if (!split && !emu && config.anyGiven())
     return fail("the configuration flags (--target, --splits, --kv-tile, "
                 "...) configure the split pipeline (--pipeline split) or the "
-                "gfx950 kernels (emu, hip); the decomposition has none");
+                "GPU kernels (emu, hip, cuda); the decomposition has none");
   if (emu && split)
-    return fail("the " + backend + " backend runs the gfx950 pipeline; "
+    return fail("the " + backend + " backend runs the GPU kernels; "
                 "--pipeline chooses the cpu backend's");
   if (!artifactPath.empty() &&
       (split || config.anyGiven() || testCorruptLayout ||
@@ -768,8 +785,8 @@ int main(int argc, char **argv) {
   if (replay != 0) {
     if (replay < 0 || !generate || backend == "cpu")
       return fail("--replay N (N >= 1) runs generated batches through a "
-                  "device plan on the emu or hip backend (--generate "
-                  "--backend emu|hip)");
+                  "device plan on the emu, hip or cuda backend (--generate "
+                  "--backend emu|hip|cuda)");
     if (!format)
       return fail("--replay needs --format bf16|fp8|mxfp4 (or an --artifact)");
     if (repeat > 1 || kvTraffic || !saveInputs.empty() || !outPath.empty() ||
@@ -784,7 +801,7 @@ int main(int argc, char **argv) {
       opts.kvLens = {300};
     KernelSignature sig{*format, numHeads, qkWidth, vWidth, scale};
     sig.pageSize = rowsPerPage;
-    sig.config = config.options();
+    sig.config = configOptions();
     llvm::outs() << "mla-run: format=" << formatName(*format)
                  << " backend=" << backend << " replay=" << replay
                  << " H=" << numHeads;
@@ -823,8 +840,8 @@ int main(int argc, char **argv) {
     if (llvm::Error err = saveProblem(problem, saveInputs))
       return fail(std::move(err));
 
-  // The gfx950-style kernels (emu, hip) are named by their architecture.
-  DecodePipelineOptions options = config.options();
+  // The GPU kernels (emu, hip, cuda) are named by their architecture.
+  DecodePipelineOptions options = configOptions();
   const TargetInfo *kernelTarget = lookupTarget(options.target);
   if (!kernelTarget) {
     std::string known;

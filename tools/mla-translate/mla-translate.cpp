@@ -1,9 +1,10 @@
-//===- mla-translate.cpp - ROCDL-level modules to LLVM IR / ISA / hsaco ---===//
+//===- mla-translate.cpp - device modules to LLVM IR / ISA / hsaco / PTX --===//
 //
-// The last step of the gfx950 pipeline: the gpu.module that
+// The last step of the GPU pipelines: the gpu.module that
 // `mla-opt --mla-decode-to-gfx950` leaves (lowered to the LLVM and ROCDL
-// dialects) becomes LLVM IR, gfx950 assembly or an HSA code object. Each
-// stage is a separate flag so that every level can be read.
+// dialects) becomes LLVM IR, gfx950 assembly or an HSA code object; the one
+// `--mla-decode-to-sm90a` leaves (NVVM) becomes LLVM IR or PTX. Each stage
+// is a separate flag so that every level can be read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 #include "mla/Runtime/Artifact.h"
 #include "mla/Support/Version.h"
 #include "mla/Target/AMDGPU/CodeObject.h"
+#include "mla/Target/NVPTX/PTX.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -84,8 +86,8 @@ FailureOr<SmallVector<gpu::GPUModuleOp>> deviceModules(Operation *op) {
   if (modules.empty())
     return emitError(op->getLoc(),
                      "no gpu.module to compile: run mla-opt "
-                     "--mla-decode-to-gfx950 (or lower a gpu.module to "
-                     "ROCDL) first");
+                     "--mla-decode-to-gfx950 or --mla-decode-to-sm90a (or "
+                     "lower a gpu.module to ROCDL or NVVM) first");
   return modules;
 }
 
@@ -104,7 +106,9 @@ forEachDeviceModule(Operation *op,
     return failure();
   for (gpu::GPUModuleOp module : *modules) {
     llvm::LLVMContext context;
-    auto llvmModule = mla::amdgpu::translateToLLVMIR(module, context);
+    auto llvmModule = mla::nvptx::isNVVMModule(module)
+                          ? mla::nvptx::translateToLLVMIR(module, context)
+                          : mla::amdgpu::translateToLLVMIR(module, context);
     if (!llvmModule)
       return report(module, llvmModule.takeError());
     if (failed(emit(module, **llvmModule)))
@@ -117,8 +121,9 @@ forEachDeviceModule(Operation *op,
 int main(int argc, char **argv) {
   TranslateFromMLIRRegistration toLLVMIR(
       "mlir-to-llvmir",
-      "Translate to LLVM IR: each gpu.module as amdgcn-amd-amdhsa device "
-      "code, or a host module lowered to the LLVM dialect",
+      "Translate to LLVM IR: each gpu.module as amdgcn-amd-amdhsa or "
+      "nvptx64-nvidia-cuda device code, or a host module lowered to the LLVM "
+      "dialect",
       [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
         bool hasDevice = false;
         op->walk([&](gpu::GPUModuleOp) { hasDevice = true; });
@@ -145,6 +150,28 @@ int main(int argc, char **argv) {
         return forEachDeviceModule(
             op, [&](gpu::GPUModuleOp gpuModule, llvm::Module &module) {
               auto text = mla::amdgpu::emitAssembly(module);
+              if (!text)
+                return report(gpuModule, text.takeError());
+              os << *text;
+              return success();
+            });
+      },
+      registerDialects);
+
+  TranslateFromMLIRRegistration toPTX(
+      "mla-to-ptx", "Compile each NVVM-level gpu.module to PTX (sm_90a)",
+      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
+        return forEachDeviceModule(
+            op,
+            [&](gpu::GPUModuleOp gpuModule,
+                llvm::Module &module) -> LogicalResult {
+              if (!mla::nvptx::isNVVMModule(gpuModule))
+                return emitError(gpuModule.getLoc(),
+                                 "gpu.module @")
+                       << gpuModule.getName()
+                       << " has no #nvvm.target: PTX needs the sm_90a "
+                          "pipeline (mla-opt --mla-decode-to-sm90a)";
+              auto text = mla::nvptx::emitPTX(module);
               if (!text)
                 return report(gpuModule, text.takeError());
               os << *text;

@@ -21,6 +21,7 @@ namespace mla {
 
 /// Which device forms to build (the reference form is always built).
 struct ArtifactForms {
+  /// The target's own code: the gfx950 code object, or sm_90a PTX.
   bool gfx950 = true;
   bool emu = true;
   /// Print the IR after every pass to stderr, the reference lowering too.
@@ -41,16 +42,20 @@ llvm::Expected<Artifact> compileArtifact(DecodeOp op,
 llvm::Expected<Artifact> compileArtifact(const KernelSignature &sig,
                                          ArtifactForms forms = {});
 
-/// A code object and how to launch its kernels.
+/// A code object (or PTX) and how to launch its kernels.
 struct CodeObject {
   std::string chip;
   std::string hsaco;                   // ELF bytes, loadable by hipModuleLoadData
+  std::string ptx;                     // PTX text, loadable by cuModuleLoadData
   std::vector<ArtifactKernel> kernels; // names, grids, blocks, kernarg layout
 };
 
 /// Translates the one gpu.module of a module lowered to the ROCDL level into
 /// a code object with its launch description, in memory.
 llvm::Expected<CodeObject> compileCodeObject(mlir::ModuleOp module);
+/// The same for a module lowered to the NVVM level: PTX, whose kernel
+/// parameters are the descriptor words, 8 bytes each.
+llvm::Expected<CodeObject> compilePTX(mlir::ModuleOp module);
 
 /// The configuration an mla.decode computes: cache format, heads, widths,
 /// softmax scale. An error when the head count or width is dynamic.

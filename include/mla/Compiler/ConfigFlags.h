@@ -24,8 +24,9 @@ public:
   /// The options the flags give. Their values are checked where every
   /// surface checks them: the config attribute and mla-select-config.
   DecodePipelineOptions options() const;
-  /// Whether any configuration flag was given.
+  /// Whether any configuration flag was given; whether --target was.
   bool anyGiven() const;
+  bool targetGiven() const { return target.getNumOccurrences() > 0; }
 
 private:
   llvm::cl::opt<std::string> target;

@@ -59,7 +59,7 @@ struct Artifact {
   int64_t version = kArtifactVersion;
   // The target the work list is planned for and the code object is built for.
   std::string chip; // an architecture of the target table
-  std::string triple = "amdgcn-amd-amdhsa";
+  std::string triple = "amdgcn-amd-amdhsa"; // "nvptx64-nvidia-cuda": PTX
   int64_t computeUnits = 0;
   int64_t xcds = 1; // the chiplets the chip deals workgroups to
   // The decode the artifact computes.
@@ -78,6 +78,7 @@ struct Artifact {
   std::vector<ArtifactKernel> kernels;
   // The forms; an empty string means the form is absent.
   std::string hsaco;     // gfx950 code object (ELF)
+  std::string ptx;       // sm_90a kernels (PTX text, JIT-compiled at load)
   std::string emuModule; // lane functions (MLIR text, after mla-gpu-to-emu)
   std::string cpuModule; // the host function around mla.decode (MLIR text)
 

@@ -3,7 +3,7 @@
 // Internal to the runtime: a backend owns device memory and turns an
 // artifact into a loaded kernel; a loaded kernel launches one decode on
 // caller-owned buffers. The C API (runtime.h) validates everything before a
-// backend sees it. The hip backend lives in the runtime; the emu and cpu
+// backend sees it. The hip and cuda backends live in the runtime; the emu and cpu
 // backends, which JIT-compile MLIR, live in libMLARuntimeJit, which the
 // runtime loads when such a context is created (kJitEntryPoint).
 //
@@ -17,10 +17,12 @@
 
 #include "mla/Runtime/Status.h"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mla::rt {
 
@@ -54,6 +56,22 @@ struct LaunchBuffers {
   /// plan.
   bool runs(const ArtifactKernel &kernel) const;
 };
+
+/// One kernel's launch as a GPU driver takes it: the kernarg buffer laid
+/// out as the artifact's kernarg fields say (every memref descriptor word:
+/// allocated and aligned pointer, offset 0, sizes, row-major strides) and
+/// the grid; a zero grid means nothing to launch.
+struct PackedLaunch {
+  std::vector<uint64_t> kernarg; // kernel.kernargBytes, rounded up to 8
+  size_t kernargBytes = 0;
+  std::array<unsigned, 3> grid = {0, 0, 0};
+  bool empty() const { return grid[0] == 0 || grid[1] == 0 || grid[2] == 0; }
+};
+Expected<PackedLaunch> packLaunch(const ArtifactKernel &kernel,
+                                  const LaunchBuffers &buffers);
+/// The order an artifact's kernels launch in: plan (device plans only),
+/// partial, combine (the artifact lists partial, combine, plan).
+constexpr size_t kKernelLaunchOrder[] = {2, 0, 1};
 
 /// The emu backend's cache-traffic model (mla_kv_traffic).
 using KVTraffic = emu::CacheTraffic;
@@ -94,6 +112,9 @@ public:
 /// Loads the HIP library and opens GPU `device`; BackendUnavailable when
 /// there is no library or no such device.
 Expected<std::unique_ptr<Backend>> createHipBackend(int device);
+/// Loads the CUDA driver (libcuda.so.1) and opens GPU `device` through its
+/// primary context; BackendUnavailable when there is no driver or device.
+Expected<std::unique_ptr<Backend>> createCudaBackend(int device);
 
 /// The JIT backends (libMLARuntimeJit).
 enum class JitBackendKind { Emu, Cpu };

@@ -27,9 +27,13 @@ struct MatrixInstruction {
 };
 
 struct ArchInfo {
-  llvm::StringRef arch; // "gfx950", "host"
+  llvm::StringRef arch; // "gfx950", "sm_90a", "host"
   int waveSize;
   int64_t ldsBytesPerCU;
+  /// What one workgroup's statically sized workgroup memory may hold (the
+  /// kernels declare theirs statically): the whole LDS on gfx950, 48 KiB of
+  /// `.shared` on NVIDIA chips.
+  int64_t ldsBytesPerWorkgroup;
   int vectorRegistersPerLane; // VGPR + AGPR
   /// VGPRs and AGPRs share one file (a kernel's .vgpr_count includes both).
   bool unifiedRegisterFile;
@@ -37,9 +41,11 @@ struct ArchInfo {
   int maxWavesPerSIMD;
   /// In preference order: the first that fits the data types is used.
   llvm::ArrayRef<MatrixInstruction> matrixInstructions;
-  /// The GPU pipeline (mla-to-gpu, MFMA, ROCDL) builds kernels for it.
+  /// A GPU pipeline builds kernels for it (gfx950: mla-to-gpu, MFMA, ROCDL
+  /// and hsaco; sm_90a: mla-to-gpu, NVVM and PTX).
   bool hasGPUKernels;
-  /// The emu backend models its instructions exactly.
+  /// The emu backend runs its kernels: gfx950's with exact MFMA semantics;
+  /// sm_90a's, which use generic GPU ops only, as written before NVVM.
   bool emulated;
 };
 
@@ -61,8 +67,15 @@ llvm::ArrayRef<TargetInfo> knownTargets();
 const ArchInfo *lookupArch(llvm::StringRef arch);
 /// The target tools and pipelines use when none is named.
 llvm::StringRef defaultTargetName();
-/// The architecture whose kernels the emu backend runs.
+/// The NVIDIA target the sm_90a pipeline and the cuda backend's tools use
+/// when none is named, and its architecture.
+llvm::StringRef defaultNVIDIATargetName();
+llvm::StringRef defaultNVIDIAArch();
+/// The architecture the emu backend models (its contexts' arch).
 const ArchInfo &emulatedArch();
+/// Whether `arch` is an NVIDIA architecture ("sm_90a"): its kernels go
+/// through NVVM to PTX instead of ROCDL to hsaco.
+bool isNVIDIAArch(llvm::StringRef arch);
 
 } // namespace mla
 

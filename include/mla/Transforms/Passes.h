@@ -27,7 +27,7 @@ struct DecodeToCPUPipelineOptions
     : public mlir::PassPipelineOptions<DecodeToCPUPipelineOptions> {};
 
 /// The IR levels of the gfx950 pipeline (docs/pipelines.md).
-enum class GFX950Level { Config, Split, Kernels, MFMA, ROCDL };
+enum class GFX950Level { Config, Split, Kernels, MFMA, ROCDL, NVVM };
 
 /// The one configuration of a decode: every pipeline that configures and
 /// splits mla.decode (gfx950, emu, the host split pipeline) takes it, and
@@ -79,9 +79,10 @@ struct DecodePipelineOptions
       *this, "pipeline-stages",
       llvm::cl::desc("KV tiles in flight (0 = the config's choice)"),
       llvm::cl::init(0)};
-  /// gfx950 pipeline only.
+  /// gfx950 and sm_90a pipelines only.
   Option<GFX950Level> stopAt{
-      *this, "stop-at", llvm::cl::desc("Last IR level to produce (gfx950)"),
+      *this, "stop-at",
+      llvm::cl::desc("Last IR level to produce (gfx950, sm_90a)"),
       llvm::cl::init(GFX950Level::ROCDL),
       llvm::cl::values(
           clEnumValN(GFX950Level::Config, "config",
@@ -92,7 +93,10 @@ struct DecodePipelineOptions
                      "L3: gpu.module with the vector-level kernels"),
           clEnumValN(GFX950Level::MFMA, "mfma", "L4: MFMA fragments"),
           clEnumValN(GFX950Level::ROCDL, "rocdl",
-                     "L5: ROCDL, ready for mla-translate (default)"))};
+                     "L5: ROCDL, ready for mla-translate (default)"),
+          clEnumValN(GFX950Level::NVVM, "nvvm",
+                     "sm_90a, L4: NVVM, ready for mla-translate "
+                     "--mla-to-ptx"))};
   Option<bool> testCorruptLayout{
       *this, "test-corrupt-layout",
       llvm::cl::desc("Testing only: see mla-lower-to-mfma"),
@@ -112,6 +116,14 @@ MLASelectConfigPassOptions selectConfigOptions(
 /// mla-translate; the host ops keep their `mla.kernel` references.
 void buildDecodeToGFX950Pipeline(mlir::OpPassManager &pm,
                                  const DecodePipelineOptions &options);
+
+/// mla.decode -> config -> split-KV -> sm_90a kernels (mla-to-gpu) -> NVVM.
+/// The gpu.module is then ready for mla-translate --mla-to-ptx. The target
+/// must be an sm_90a chip (sm_90a, h200, h100); left at the default it is
+/// sm_90a. stop-at: config, split, kernels, or the NVVM level (nvvm; mfma
+/// and rocdl name it too).
+void buildDecodeToSM90aPipeline(mlir::OpPassManager &pm,
+                                const DecodePipelineOptions &options);
 
 /// The gfx950 kernels for the emu backend: config (gfx950) -> split-KV ->
 /// mla-to-gpu -> mla-lower-to-mfma -> mla-gpu-to-emu, i.e. the very

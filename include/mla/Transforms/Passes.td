@@ -223,7 +223,7 @@ def MLALowerCombinePass : Pass<"mla-lower-combine"> {
 }
 
 def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
-  let summary = "Distribute the split-level ops into gfx950 kernels (L2 -> L3)";
+  let summary = "Distribute the split-level ops into GPU kernels (L2 -> L3)";
   let description = [{
     Builds `gpu.module @mla_kernels [#rocdl.target<chip = ...>]` with one
     kernel per `mla.partial_decode` and per `mla.combine`, and marks
@@ -291,6 +291,15 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
     }
     ```
 
+    For an NVIDIA target (`sm_90a`: the `h200` and `h100` rows of the chip
+    table) the module is `gpu.module @mla_kernels [#nvvm.target<chip =
+    "sm_90a">]` and the partial kernel is the sm_90a kernel (same
+    arguments, work list and persistent schedule; 2 blocks per SM of 256
+    threads): 16 (token, head) rows per block, 16 threads per row, each KV
+    tile decoded once into shared memory as bf16 (exact for every format),
+    QK, an online softmax in f32 (row reductions by `gpu.shuffle`) and PV
+    on the CUDA cores in f32. The combine and plan kernels are the same.
+
     Must run after mla-split-kv: expects mla.partial_decode and mla.combine.
   }];
   let options = [
@@ -301,12 +310,16 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
            "short-wait (the DMA wait leaves one load of the tile in flight), "
            "drop-max-barrier (no barrier between the waves' stores of their "
            "rows' tile maxima and the softmax's reads of them) or drop-loop-barrier (no barrier at the "
-           "end of a tile iteration)">
+           "end of a tile iteration)">,
+    Option<"requiredArch", "required-arch", "std::string", /*default=*/"\"\"",
+           "Refuse a target of another architecture (the sm_90a pipeline "
+           "sets sm_90a)">
   ];
   let dependentDialects = [
     "mlir::amdgpu::AMDGPUDialect", "mlir::arith::ArithDialect",
     "mlir::gpu::GPUDialect", "mlir::math::MathDialect",
-    "mlir::memref::MemRefDialect", "mlir::ROCDL::ROCDLDialect",
+    "mlir::memref::MemRefDialect", "mlir::NVVM::NVVMDialect",
+    "mlir::ROCDL::ROCDLDialect",
     "mlir::scf::SCFDialect", "mlir::vector::VectorDialect"
   ];
 }
@@ -413,3 +426,26 @@ def MLAGPUToEmuPass : Pass<"mla-gpu-to-emu", "mlir::ModuleOp"> {
 }
 
 #endif // MLA_TRANSFORMS_PASSES_TD
+
+def MLALowerMathToNVVMPass : Pass<"mla-lower-math-to-nvvm"> {
+  let summary = "f32 math ops to the NVPTX approximate instructions, without libdevice";
+  let description = [{
+    Upstream `convert-gpu-to-nvvm` lowers `math.exp2`, `math.exp`,
+    `math.log2`, `math.log` and `math.fma` to calls into libdevice
+    (`__nv_exp2f`, ...), which is part of the CUDA toolkit and which the
+    project does not link. This pass rewrites the f32 forms first, inside
+    gpu.modules for NVVM:
+
+    | op | becomes |
+    |---|---|
+    | `math.exp2 x` | `ex2.approx.ftz.f32 x` (`llvm.nvvm.ex2.approx.ftz.f32`) |
+    | `math.exp x` | `ex2.approx.ftz.f32 (x · log2 e)` |
+    | `math.log2 x` | `lg2.approx.ftz.f32 x` (`llvm.nvvm.lg2.approx.ftz.f`) |
+    | `math.log x` | `lg2.approx.ftz.f32 x · ln 2` |
+    | `math.fma a, b, c` | `arith.mulf` + `arith.addf` with `contract` (one `fma.rn.f32`) |
+
+    The approximations' relative errors (about 2^-22) are far below the
+    kernels' bf16 and fp8 operands'. Ops on other types are left alone.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::arith::ArithDialect"];
+}

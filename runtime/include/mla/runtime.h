@@ -8,12 +8,15 @@
  *   MLA_BACKEND_EMU  the same kernels executed on the CPU with exact MFMA
  *                    semantics
  *   MLA_BACKEND_CPU  the reference lowering of mla.decode
+ *   MLA_BACKEND_CUDA the sm_90a PTX on an NVIDIA Hopper GPU (the driver,
+ *                    libcuda.so.1, is loaded at run time and JIT-compiles
+ *                    the PTX; no CUDA toolkit is needed)
  *
  * Usage: create a context, load an artifact into it, plan once per batch
  * (host copies of the indptrs), copy the plan's work list to the device, then
  * launch once per layer. mla_launch neither allocates nor synchronizes: the
  * caller owns every buffer (q, kv, scales, indptrs, work list, out, lse,
- * workspace), so a HIP launch can be captured in a graph. On emu and cpu,
+ * workspace), so a HIP or CUDA launch can be captured in a graph. On emu and cpu,
  * "device" memory is host memory and a launch completes before it returns.
  *
  * Every function returns an mla_status; on failure, mla_last_error() gives
@@ -49,7 +52,7 @@ typedef MLA_ENUM(mla_status) {
   MLA_ERROR_INVALID_ARTIFACT = 3,    /* truncated, corrupted, malformed */
   MLA_ERROR_VERSION_MISMATCH = 4,    /* artifact format of another release */
   MLA_ERROR_TARGET_MISMATCH = 5,     /* artifact built for another chip */
-  MLA_ERROR_BACKEND_UNAVAILABLE = 6, /* no HIP library, no device, no form */
+  MLA_ERROR_BACKEND_UNAVAILABLE = 6, /* no HIP/CUDA library, no device, no form */
   MLA_ERROR_WORKSPACE_TOO_SMALL = 7,
   MLA_ERROR_SIZE_MISMATCH = 8,       /* launch sizes differ from the plan's */
   MLA_ERROR_LAUNCH_FAILED = 9,
@@ -59,7 +62,8 @@ typedef MLA_ENUM(mla_status) {
 typedef MLA_ENUM(mla_backend) {
   MLA_BACKEND_HIP = 0,
   MLA_BACKEND_EMU = 1,
-  MLA_BACKEND_CPU = 2
+  MLA_BACKEND_CPU = 2,
+  MLA_BACKEND_CUDA = 3  /* sm_90a PTX through the CUDA driver (libcuda.so.1) */
 } mla_backend;
 
 typedef MLA_ENUM(mla_kv_format) {

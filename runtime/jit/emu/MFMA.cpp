@@ -129,3 +129,39 @@ Accumulator mla::emu::mfma16x16x32Bf16(const Bf16Operand &a,
   }
   return d;
 }
+
+Accumulator mla::emu::mmaSync16x8x16Bf16(const Bf16Operand &a,
+                                         const Bf16Operand &b,
+                                         const Accumulator &c) {
+  Accumulator d;
+  for (int warp = 0; warp < kWaveLanes / 32; ++warp) {
+    int base = 32 * warp;
+    // The warp's A (16 x 16) and B (16 x 8) from its lanes' registers.
+    double A[16][16], B[16][8];
+    for (int lane = 0; lane < 32; ++lane) {
+      int g = lane / 4, t = lane % 4;
+      const auto &ra = a[base + lane];
+      const auto &rb = b[base + lane];
+      for (int e = 0; e < 2; ++e) {
+        A[g][2 * t + e] = bf16ToFloat(ra[e]);
+        A[g + 8][2 * t + e] = bf16ToFloat(ra[2 + e]);
+        A[g][2 * t + 8 + e] = bf16ToFloat(ra[4 + e]);
+        A[g + 8][2 * t + 8 + e] = bf16ToFloat(ra[6 + e]);
+        B[2 * t + e][g] = bf16ToFloat(rb[e]);
+        B[2 * t + 8 + e][g] = bf16ToFloat(rb[2 + e]);
+      }
+    }
+    for (int lane = 0; lane < 32; ++lane) {
+      int g = lane / 4, t = lane % 4;
+      const int rows[4] = {g, g, g + 8, g + 8};
+      const int cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+      for (int r = 0; r < 4; ++r) {
+        double sum = c[base + lane][r];
+        for (int k = 0; k < 16; ++k)
+          sum += A[rows[r]][k] * B[k][cols[r]];
+        d[base + lane][r] = static_cast<float>(sum);
+      }
+    }
+  }
+  return d;
+}

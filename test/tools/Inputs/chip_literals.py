@@ -11,8 +11,9 @@ import sys
 
 root = pathlib.Path(sys.argv[1])
 table = root / "lib" / "Target" / "KnownTargets.cpp"
-# Chip names in quotes, and the LDS size of the chip spelled out.
-pattern = re.compile(r'"(gfx[0-9]{3,4}[a-z]?|mi[0-9]{3}x?)"|\b163840\b|160 \* 1024')
+# Chip names in quotes, and the LDS sizes of the chips spelled out.
+pattern = re.compile(r'"(gfx[0-9]{3,4}[a-z]?|mi[0-9]{3}x?|sm_[0-9]{2,3}a?|[hb][1-9]00)"'
+                     r'|\b163840\b|160 \* 1024|\b49152\b|48 \* 1024|228 \* 1024')
 found = False
 for folder in ("lib", "include", "runtime", "tools"):
     for path in sorted((root / folder).rglob("*")):

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/Target/KnownTargets.h"
+#include "mla/Target/SM90KernelPlan.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -134,6 +136,17 @@ mla::verifyConfigForDecode(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "waves_per_workgroup = "
                        << config.getWavesPerWorkgroup() << " gives " << threads
                        << " threads, more than 1024";
+  // NVIDIA chips run the sm_90a kernel, whose plan says what it supports.
+  if (isNVIDIAArch(target.getArch())) {
+    SM90KernelPlan plan({cacheFormat(format), numHeads, qkDim, vDim,
+                         config.getKvTile(), config.getHeadsPerWorkgroup(),
+                         config.getWavesPerWorkgroup(),
+                         config.getPipelineStages(),
+                         config.getWavesPerRowGroup()});
+    if (std::optional<std::string> why = plan.unsupported(target.getLdsBytes()))
+      return emitError() << *why << " (target " << target.getName() << ")";
+    return success();
+  }
   // A target without workgroup memory (the host) has no LDS budget; on a
   // GPU the partial kernel's plan says what it needs.
   if (target.getLdsBytes() > 0) {

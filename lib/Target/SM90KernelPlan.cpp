@@ -1,0 +1,38 @@
+//===- SM90KernelPlan.cpp - the sm_90a partial kernel's plan -------------===//
+
+#include "mla/Target/SM90KernelPlan.h"
+
+#include <sstream>
+
+using namespace mla;
+
+std::optional<std::string>
+SM90KernelPlan::unsupported(int64_t ldsLimit) const {
+  std::ostringstream why;
+  if (s.headsPerWorkgroup != s.numHeads)
+    why << "the sm_90a kernel serves all " << s.numHeads
+        << " heads per row block (heads_per_workgroup = "
+        << s.headsPerWorkgroup << ")";
+  else if (s.warps != kWarps)
+    why << "the sm_90a kernel runs " << kWarps
+        << " warps per block (waves_per_workgroup = " << s.warps << ")";
+  else if (s.stages != 1 || s.warpsPerRowGroup != 1)
+    why << "the sm_90a kernel has one tile in flight and no row-group split "
+           "(pipeline_stages = "
+        << s.stages << ", waves_per_row_group = " << s.warpsPerRowGroup << ")";
+  else if (s.kvTile != 16 && s.kvTile != 32 && s.kvTile != 64)
+    why << "the sm_90a kernel needs kv_tile 16, 32 or 64 (kv_tile = "
+        << s.kvTile << ")";
+  else if (s.qkDim % 16 != 0 || s.vDim % 8 != 0)
+    why << "the sm_90a kernel needs Dqk a multiple of 16 and Dv of 8 (Dqk = "
+        << s.qkDim << ", Dv = " << s.vDim << ")";
+  else if (ldsBytes() > ldsLimit)
+    why << "the sm_90a kernel needs " << ldsBytes()
+        << " bytes of shared memory (q " << qBytes() << ", tile " << tileBytes()
+        << ", partial scores " << partialScoreBytes() << ", P " << pBytes()
+        << " at kv_tile = " << s.kvTile << "); a block may hold " << ldsLimit;
+  std::string text = why.str();
+  if (text.empty())
+    return std::nullopt;
+  return text;
+}

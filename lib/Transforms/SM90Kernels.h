@@ -1,0 +1,146 @@
+//===- SM90Kernels.h - the sm_90a kernels mla-to-gpu builds -----*- C++ -*-===//
+//
+// The partial-decode kernel for NVIDIA Hopper (sm_90a), from the same split
+// level as the gfx950 kernel, with the same arguments, work list and
+// persistent schedule; the combine and plan kernels are the target-neutral
+// ones of GFX950Kernels.h. Its layout is the SM90KernelPlan's
+// (mla/Target/SM90KernelPlan.h): a block of 256 threads serves 16 (token,
+// head) rows, 16 threads per row; each KV tile is decoded once into shared
+// memory as bf16 (exact for every cache format), then
+//
+//   QK       the row's 16 threads take tile rows lane, lane + 16, ...
+//   softmax  online, in f32, reduced over the row's 16 threads by shuffles
+//   PV       the row's 16 threads take output columns lane, lane + 16, ...
+//
+// in f32 on the CUDA cores. It is the correct baseline of the target: its
+// operands stay in generic ops (memref, arith, scf, gpu), so it lowers
+// through MLIR's NVVM conversion alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_LIB_TRANSFORMS_SM90KERNELS_H
+#define MLA_LIB_TRANSFORMS_SM90KERNELS_H
+
+#include "KernelBuilder.h"
+
+#include "mla/Dialect/MLA/IR/MLADialect.h"
+#include "mla/Target/SM90KernelPlan.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <optional>
+#include <string>
+
+namespace mla {
+
+/// A loop `for (i = lb; i < ub; i += step)` without results whose body
+/// `body` builds at the builder's insertion point.
+void forLoop(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lb,
+             mlir::Value ub, mlir::Value step,
+             llvm::function_ref<void(mlir::Value)> body);
+/// `if (cond) body` at the builder's insertion point.
+void ifThen(mlir::OpBuilder &b, mlir::Location loc, mlir::Value cond,
+            llvm::function_ref<void()> body);
+
+class SM90PartialKernel {
+public:
+  /// `workgroups`: the persistent grid; `ldsLimit`: bytes of static shared
+  /// memory a block may use (both from the target).
+  SM90PartialKernel(PartialDecodeOp op, int64_t workgroups, int64_t ldsLimit);
+
+  std::optional<std::string> unsupported() const {
+    return plan.unsupported(ldsLimit);
+  }
+  mlir::gpu::GPUFuncOp build(mlir::OpBuilder &moduleBuilder,
+                             llvm::StringRef name);
+  int64_t rowsPerWorkgroup() const { return plan.rowsPerWorkgroup(); }
+  int64_t headsPerBlock() const { return plan.headsPerBlock(); }
+
+private:
+  llvm::SmallVector<llvm::StringRef> argNames() const;
+  llvm::SmallVector<mlir::Type> argTypes(mlir::Builder &b) const;
+  void bindArguments(mlir::gpu::GPUFuncOp func);
+  void emitBody(mlir::OpBuilder &b);
+  void emitUnit(mlir::OpBuilder &b, mlir::Value unit);
+  /// The work item's sequence, positions and the thread's row.
+  mlir::Value emitWorkAssignment(mlir::OpBuilder &b, mlir::Value unit);
+  mlir::Value emitSequenceLength(mlir::OpBuilder &b);
+  /// The row block's Q rows into shared memory.
+  void emitQLoad(mlir::OpBuilder &b);
+  mlir::scf::ForOp emitKVLoop(mlir::OpBuilder &b);
+  void emitLoopStep(mlir::OpBuilder &b, mlir::Value tileStart,
+                    mlir::ValueRange carried);
+  /// Cache values per 16-byte chunk of a row, and chunks per tile.
+  int64_t chunkValues() const;
+  int64_t tileChunks() const;
+  /// The thread's 16-byte chunks of the tile at `tileStart` (and mxfp4's
+  /// block scales), loaded: issued a tile ahead, so that they are in flight
+  /// while the block computes the current tile.
+  llvm::SmallVector<mlir::Value> emitTileLoads(mlir::OpBuilder &b,
+                                               mlir::Value tileStart);
+  /// Those chunks decoded to bf16 into the tile in shared memory.
+  void emitTileStores(mlir::OpBuilder &b, mlir::ValueRange loaded);
+  /// The cache row of the item's position `pos` (page table applied).
+  mlir::Value cacheRow(mlir::OpBuilder &b, mlir::Value pos);
+  /// QK on the tensor cores: each warp's partial scores of its n-block of
+  /// tile rows over its share of Dqk's k-steps, into shared memory.
+  void emitScoreMma(mlir::OpBuilder &b);
+  /// The scaled, masked scores of the thread's tile columns (exp2 domain),
+  /// summed over the warps' partials.
+  llvm::SmallVector<mlir::Value> emitScores(mlir::OpBuilder &b,
+                                            mlir::Value tileStart);
+  /// acc = acc · rescale(row) + P · V on the tensor cores, for the warp's
+  /// output n-blocks.
+  llvm::SmallVector<mlir::Value> emitOutputMma(mlir::OpBuilder &b,
+                                               mlir::ValueRange acc);
+  /// The accumulators times the rows' final factors, to out or the partials.
+  void emitOutputStores(mlir::OpBuilder &b, mlir::ValueRange acc,
+                        mlir::Value direct);
+  /// The row's factor into shared memory (the row's first thread).
+  void storeRowFactor(mlir::OpBuilder &b, mlir::Value factor);
+  /// Two bf16 of shared memory at [row, col], [row, col + 1] as an i32.
+  mlir::Value loadPair(mlir::OpBuilder &b, mlir::Value mem, mlir::Value row,
+                       mlir::Value col);
+  /// D = A · B + C for one m16n8k16 bf16 fragment (4 + 2 i32, 4 f32).
+  llvm::SmallVector<mlir::Value> mma(mlir::OpBuilder &b,
+                                     llvm::ArrayRef<mlir::Value> a,
+                                     llvm::ArrayRef<mlir::Value> bFrag,
+                                     llvm::ArrayRef<mlir::Value> c);
+  /// Max or sum over the row's 16 threads.
+  mlir::Value rowReduce(mlir::OpBuilder &b, mlir::Value v, bool isMax);
+  void emitEpilogue(mlir::OpBuilder &b, mlir::scf::ForOp loop);
+
+  mutable PartialDecodeOp op;
+  mlir::Location loc;
+  SM90KernelPlan plan;
+  CacheFormat format;
+  int64_t workgroups, ldsLimit;
+  int64_t numHeads, qkDim, vDim, tile, pageSize;
+  /// The KV loop carries the softmax state, then this many accumulators,
+  /// then the next tile's loads.
+  int64_t numAccumulators = 0;
+
+  struct Arguments {
+    mlir::Value q, kv, kvScale, qoIndptr, kvIndptr, workItems, partialOut,
+        partialLse, itemIndptr, out, lse, workUnits, workgroupUnits;
+    mlir::Value kvIndices, kvLastPageLen;
+  } args;
+  struct Shared {
+    mlir::Value q, tile, partialScores, p, factors;
+  } smem;
+  struct WorkItem {
+    mlir::Value seq, begin, end, slot, qBegin, qLen, kvBegin, kvLen, lastPos;
+    /// The block's first row (token-major over q_len·H) and row count.
+    mlir::Value firstRow, numRows;
+  } item;
+  struct ThreadRow {
+    mlir::Value tid, row, lane, isReal, token, head, tokenRow, visibleEnd;
+    /// The mma.sync roles: the warp, and lane 4 group + pair within it.
+    mlir::Value warp, group, pair;
+  } thread;
+  mlir::Value c0, c1, scoreScale, outScale, negInf;
+};
+
+} // namespace mla
+
+#endif // MLA_LIB_TRANSFORMS_SM90KERNELS_H

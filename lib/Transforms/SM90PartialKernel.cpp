@@ -1,0 +1,425 @@
+//===- SM90PartialKernel.cpp - the sm_90a partial-decode kernel -----------===//
+//
+// See SM90Kernels.h for the layout. Synchronization: every thread decodes
+// part of the tile that all rows read, so a barrier separates the decode
+// from QK and the next decode from the PV before it; P moves between the
+// threads of a row through shared memory, behind a barrier of its own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SM90Kernels.h"
+
+#include "mla/ABI.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mla;
+
+namespace {
+constexpr int64_t kRows = SM90KernelPlan::kRows;
+constexpr int64_t kLanes = SM90KernelPlan::kLanesPerRow;
+constexpr int64_t kThreads = SM90KernelPlan::kThreads;
+
+Value i32Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+}
+
+} // namespace
+
+void mla::forLoop(OpBuilder &b, Location loc, Value lb, Value ub, Value step,
+             llvm::function_ref<void(Value)> body) {
+  scf::ForOp::create(b, loc, lb, ub, step, ValueRange{},
+                     [&](OpBuilder &lb2, Location, Value i, ValueRange) {
+                       OpBuilder::InsertionGuard g(b);
+                       b.setInsertionPointToStart(lb2.getInsertionBlock());
+                       body(i);
+                       scf::YieldOp::create(b, loc);
+                     });
+}
+
+void mla::ifThen(OpBuilder &b, Location loc, Value cond,
+            llvm::function_ref<void()> body) {
+  scf::IfOp::create(b, loc, cond, [&](OpBuilder &ib, Location) {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+    body();
+    scf::YieldOp::create(b, loc);
+  });
+}
+
+SM90PartialKernel::SM90PartialKernel(PartialDecodeOp op, int64_t workgroups,
+                                     int64_t ldsLimit)
+    : op(op), loc(op.getLoc()),
+      plan(SM90KernelShape{
+          cacheFormat(op.getKvFormat()), op.getNumHeads(), op.getQKHeadDim(),
+          static_cast<int64_t>(op.getVHeadDim()), op.getConfig().getKvTile(),
+          op.getConfig().getHeadsPerWorkgroup(),
+          op.getConfig().getWavesPerWorkgroup(),
+          op.getConfig().getPipelineStages(),
+          op.getConfig().getWavesPerRowGroup()}),
+      format(cacheFormat(op.getKvFormat())), workgroups(workgroups),
+      ldsLimit(ldsLimit), numHeads(op.getNumHeads()),
+      qkDim(op.getQKHeadDim()), vDim(static_cast<int64_t>(op.getVHeadDim())),
+      tile(op.getConfig().getKvTile()), pageSize(op.getPageSize()) {}
+
+SmallVector<StringRef> SM90PartialKernel::argNames() const {
+  SmallVector<StringRef> names = {arg::kQ, arg::kKV};
+  if (format != CacheFormat::BF16)
+    names.push_back(arg::kKVScale);
+  names.append({arg::kQoIndptr, arg::kKVIndptr, arg::kWorkItems,
+                arg::kPartialOut, arg::kPartialLse, arg::kItemIndptr,
+                arg::kOut, arg::kLse, arg::kWorkUnits, arg::kWorkgroupUnits});
+  if (pageSize > 0)
+    names.append({arg::kKVIndices, arg::kKVLastPageLen});
+  return names;
+}
+
+SmallVector<Type> SM90PartialKernel::argTypes(Builder &b) const {
+  Type bf16 = b.getBF16Type(), f32 = b.getF32Type(), i32 = b.getI32Type(),
+       i8 = b.getI8Type();
+  int64_t dyn = ShapedType::kDynamic;
+  // The cache as its bytes (fp8 codes, E2M1 pairs, E8M0 scales): the kernel
+  // decodes them itself.
+  SmallVector<Type> types = {MemRefType::get({dyn, numHeads, qkDim}, bf16)};
+  switch (format) {
+  case CacheFormat::BF16:
+    types.push_back(globalType({dyn, qkDim}, bf16));
+    break;
+  case CacheFormat::FP8:
+    types.append({globalType({dyn, qkDim}, i8), MemRefType::get({1}, f32)});
+    break;
+  case CacheFormat::MXFP4:
+    types.append({globalType({dyn, qkDim / 2}, i8),
+                  globalType({dyn, qkDim / 32}, i8)});
+    break;
+  }
+  types.append({
+      MemRefType::get({dyn}, i32),                                  // qo_indptr
+      MemRefType::get({dyn}, i32),                                  // kv_indptr
+      MemRefType::get({dyn, 4}, i32),                               // work_items
+      MemRefType::get({dyn, kMaxQueryTokens, numHeads, vDim}, f32), // partials
+      MemRefType::get({dyn, kMaxQueryTokens, numHeads}, f32),
+      MemRefType::get({dyn}, i32),                                  // item_indptr
+      MemRefType::get({dyn, numHeads, vDim}, bf16),                 // out
+      MemRefType::get({dyn, numHeads}, f32),                        // lse
+      MemRefType::get({dyn, 3}, i32),                               // units
+      MemRefType::get({workgroups + 1}, i32)}); // workgroup_unit_indptr
+  if (pageSize > 0)
+    types.append({MemRefType::get({dyn}, i32),   // kv_indices
+                  MemRefType::get({dyn}, i32)}); // kv_last_page_len
+  return types;
+}
+
+gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
+  MLIRContext *ctx = op.getContext();
+  Builder b(ctx);
+  SmallVector<Type> types = argTypes(b);
+  Type bf16 = b.getBF16Type(), f32 = b.getF32Type();
+  SmallVector<Type> shared = {
+      ldsType({kRows, plan.rowStride()}, bf16),
+      ldsType({tile, plan.rowStride()}, bf16),
+      ldsType({plan.warpsPerScoreBlock(), kRows, tile}, f32),
+      ldsType({kRows, tile}, bf16), ldsType({kRows}, f32)};
+  auto func = gpu::GPUFuncOp::create(mb, loc, name,
+                                     FunctionType::get(ctx, types, {}),
+                                     shared, TypeRange{});
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({kThreads, 1, 1}));
+  // The tile's rows are stored and Q's read in 16-byte vectors.
+  for (unsigned i = 0; i < shared.size(); ++i)
+    func.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                                     b.getI64IntegerAttr(16));
+  // Static shared memory only: the launch passes no dynamic bytes.
+  func->setAttr(
+      MLADialect::kLaunchAttrName,
+      launchAttr(b, {std::to_string(workgroups), "1", "1"}, kThreads,
+                 /*ldsBytes=*/0, argNames(), types,
+                 {b.getNamedAttr("rows_per_workgroup",
+                                 b.getI64IntegerAttr(plan.rowsPerWorkgroup())),
+                  b.getNamedAttr("heads_per_block",
+                                 b.getI64IntegerAttr(plan.headsPerBlock()))}));
+  bindArguments(func);
+  OpBuilder bodyBuilder(ctx);
+  bodyBuilder.setInsertionPointToStart(&func.getBody().front());
+  emitBody(bodyBuilder);
+  return func;
+}
+
+void SM90PartialKernel::bindArguments(gpu::GPUFuncOp func) {
+  SmallVector<StringRef> names = argNames();
+  auto argument = [&](StringRef name) -> Value {
+    auto it = llvm::find(names, name);
+    return it == names.end() ? Value() : func.getArgument(it - names.begin());
+  };
+  args = {argument(arg::kQ),          argument(arg::kKV),
+          argument(arg::kKVScale),    argument(arg::kQoIndptr),
+          argument(arg::kKVIndptr),   argument(arg::kWorkItems),
+          argument(arg::kPartialOut), argument(arg::kPartialLse),
+          argument(arg::kItemIndptr), argument(arg::kOut),
+          argument(arg::kLse),        argument(arg::kWorkUnits),
+          argument(arg::kWorkgroupUnits), argument(arg::kKVIndices),
+          argument(arg::kKVLastPageLen)};
+  auto shared = func.getWorkgroupAttributions();
+  smem = {shared[0], shared[1], shared[2], shared[3], shared[4]};
+}
+
+void SM90PartialKernel::emitBody(OpBuilder &b) {
+  KernelBuilder k{b, loc};
+  c0 = k.idx(0);
+  c1 = k.idx(1);
+  negInf = k.f32(-INFINITY);
+  thread.tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  thread.row = k.div(thread.tid, k.idx(kLanes));
+  thread.lane = k.rem(thread.tid, k.idx(kLanes));
+  // The mma.sync roles: lane 4 g + t of a warp holds rows g and g + 8 and
+  // columns 2 t, 2 t + 1 of each 16 x 8 fragment.
+  thread.warp = k.div(thread.tid, k.idx(32));
+  Value warpLane = k.rem(thread.tid, k.idx(32));
+  thread.group = k.div(warpLane, k.idx(4));
+  thread.pair = k.rem(warpLane, k.idx(4));
+  // log2(e)·sm_scale (·kv_scale for fp8): dot products -> exp2 scores;
+  // fp8's V carries the per-tensor scale into the output.
+  scoreScale = k.f32(op.getEffectiveSmScale() * 1.4426950408889634);
+  outScale = k.f32(1.0);
+  if (format == CacheFormat::FP8) {
+    outScale = k.load(args.kvScale, {c0});
+    scoreScale = k.fmul(outScale, scoreScale);
+  }
+  // The persistent grid: block j runs units [indptr[j], indptr[j+1]).
+  Value id = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value first = k.loadIndex(args.workgroupUnits, {id});
+  Value last = k.loadIndex(args.workgroupUnits, {k.add(id, c1)});
+  forLoop(b, loc, first, last, c1, [&](Value unit) { emitUnit(b, unit); });
+  gpu::ReturnOp::create(b, loc);
+}
+
+void SM90PartialKernel::emitUnit(OpBuilder &b, Value unit) {
+  Value blockHasRows = emitWorkAssignment(b, unit);
+  // Uniform over the block: every thread reaches the same barriers.
+  ifThen(b, loc, blockHasRows, [&] {
+    emitQLoad(b);
+    scf::ForOp loop = emitKVLoop(b);
+    emitEpilogue(b, loop);
+    // The next unit overwrites Q and the tile that others may still read.
+    gpu::BarrierOp::create(b, loc);
+  });
+}
+
+Value SM90PartialKernel::emitSequenceLength(OpBuilder &b) {
+  KernelBuilder k{b, loc};
+  Value count =
+      k.sub(k.loadIndex(args.kvIndptr, {k.add(item.seq, c1)}), item.kvBegin);
+  if (pageSize == 0)
+    return count;
+  Value p = k.idx(pageSize);
+  Value lastEntry = k.loadIndex(args.kvLastPageLen, {item.seq});
+  Value lastLen = arith::MaxSIOp::create(b, loc, k.minS(lastEntry, p), c1);
+  Value length = k.add(k.mul(k.sub(count, c1), p), lastLen);
+  return arith::SelectOp::create(b, loc, k.lessThan(c0, count), length, c0);
+}
+
+Value SM90PartialKernel::emitWorkAssignment(OpBuilder &b, Value unit) {
+  KernelBuilder k{b, loc};
+  Value itemId = k.loadIndex(args.workUnits, {unit, c0});
+  Value rowBlock = k.loadIndex(args.workUnits, {unit, c1});
+  item.seq = k.loadIndex(args.workItems, {itemId, c0});
+  item.begin = k.loadIndex(args.workItems, {itemId, c1});
+  item.end = k.loadIndex(args.workItems, {itemId, k.idx(2)});
+  item.slot = k.loadIndex(args.workItems, {itemId, k.idx(3)});
+  item.lastPos = k.sub(item.end, c1);
+  item.qBegin = k.loadIndex(args.qoIndptr, {item.seq});
+  item.qLen =
+      k.sub(k.loadIndex(args.qoIndptr, {k.add(item.seq, c1)}), item.qBegin);
+  item.kvBegin = k.loadIndex(args.kvIndptr, {item.seq});
+  item.kvLen = emitSequenceLength(b);
+  // Row blocks count the item's q_len·H rows token-major, 16 at a time.
+  item.numRows = k.mul(item.qLen, k.idx(numHeads));
+  item.firstRow = k.mul(rowBlock, k.idx(kRows));
+  // Threads past the rows repeat the last row (they reach every barrier)
+  // and write nothing.
+  Value rowIndex = k.add(item.firstRow, thread.row);
+  thread.isReal = k.lessThan(rowIndex, item.numRows);
+  Value clamped = k.minS(rowIndex, k.sub(item.numRows, c1));
+  thread.token = k.div(clamped, k.idx(numHeads));
+  thread.head = k.rem(clamped, k.idx(numHeads));
+  thread.tokenRow = k.add(item.qBegin, thread.token);
+  // Token i sees positions < kv_len - (q_len - 1 - i).
+  thread.visibleEnd =
+      k.add(k.sub(item.kvLen, k.sub(item.qLen, c1)), thread.token);
+  return k.lessThan(item.firstRow, item.numRows);
+}
+
+void SM90PartialKernel::emitQLoad(OpBuilder &b) {
+  KernelBuilder k{b, loc};
+  // Element e of the block's 16 x Dqk rows, consecutive threads on
+  // consecutive columns; rows past the item repeat its last row.
+  forLoop(b, loc, thread.tid, k.idx(kRows * qkDim), k.idx(kThreads),
+          [&](Value e) {
+            Value r = k.div(e, k.idx(qkDim));
+            Value d = k.rem(e, k.idx(qkDim));
+            Value row = k.minS(k.add(item.firstRow, r),
+                               k.sub(item.numRows, c1));
+            Value token = k.add(item.qBegin, k.div(row, k.idx(numHeads)));
+            Value head = k.rem(row, k.idx(numHeads));
+            Value v = k.load(args.q, {token, head, d});
+            memref::StoreOp::create(b, loc, v, smem.q, ValueRange{r, d});
+          });
+}
+
+scf::ForOp SM90PartialKernel::emitKVLoop(OpBuilder &b) {
+  KernelBuilder k{b, loc};
+  SmallVector<Value> init = {negInf, k.f32(0.0)};
+  for (int64_t c = 0; c < 4 * plan.outputBlocksPerWarp(); ++c)
+    init.push_back(k.f32(0.0));
+  // The first tile's loads in flight before the loop.
+  numAccumulators = init.size() - 2;
+  llvm::append_range(init, emitTileLoads(b, item.begin));
+  return scf::ForOp::create(
+      b, loc, item.begin, item.end, k.idx(tile), init,
+      [&](OpBuilder &lb, Location, Value tileStart, ValueRange carried) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(lb.getInsertionBlock());
+        emitLoopStep(b, tileStart, carried);
+      });
+}
+
+Value SM90PartialKernel::rowReduce(OpBuilder &b, Value v, bool isMax) {
+  KernelBuilder k{b, loc};
+  // A row's 16 threads are 16 consecutive lanes of one warp.
+  Value width = i32Const(b, loc, 32);
+  for (int64_t offset = 1; offset < kLanes; offset *= 2) {
+    Value other = gpu::ShuffleOp::create(b, loc, v, i32Const(b, loc, offset),
+                                         width, gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    v = isMax ? k.fmax(v, other) : k.fadd(v, other);
+  }
+  return v;
+}
+
+void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
+                                     ValueRange carried) {
+  KernelBuilder k{b, loc};
+  Value runMax = carried[0], runSum = carried[1];
+  ValueRange accIn = carried.slice(2, numAccumulators);
+  emitTileStores(b, carried.drop_front(2 + numAccumulators));
+  gpu::BarrierOp::create(b, loc);
+  // The next tile's loads fly while this one is computed.
+  SmallVector<Value> nextLoads =
+      emitTileLoads(b, k.add(tileStart, k.idx(tile)));
+  emitScoreMma(b);
+  gpu::BarrierOp::create(b, loc);
+  SmallVector<Value> scores = emitScores(b, tileStart);
+
+  // Online softmax over the row's tile scores.
+  Value tileMax = scores[0];
+  for (size_t j = 1; j < scores.size(); ++j)
+    tileMax = k.fmax(tileMax, scores[j]);
+  Value newMax = k.fmax(runMax, rowReduce(b, tileMax, /*isMax=*/true));
+  // A row that has seen nothing yet shifts by 0, not by -inf.
+  Value empty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, newMax, negInf);
+  Value shift = arith::SelectOp::create(b, loc, empty, k.f32(0.0), newMax);
+  Value tileSum = k.f32(0.0);
+  for (size_t j = 0; j < scores.size(); ++j) {
+    Value p = math::Exp2Op::create(
+        b, loc, arith::SubFOp::create(b, loc, scores[j], shift));
+    tileSum = k.fadd(tileSum, p);
+    Value col = k.add(thread.lane, k.idx(kLanes * j));
+    Value pBf16 = arith::TruncFOp::create(b, loc, b.getBF16Type(), p);
+    memref::StoreOp::create(b, loc, pBf16, smem.p,
+                            ValueRange{thread.row, col});
+  }
+  Value rescale = math::Exp2Op::create(
+      b, loc, arith::SubFOp::create(b, loc, runMax, shift));
+  Value newSum =
+      k.fadd(k.fmul(runSum, rescale), rowReduce(b, tileSum, /*isMax=*/false));
+  storeRowFactor(b, rescale);
+  // P and the rescale factors of every row.
+  gpu::BarrierOp::create(b, loc);
+  SmallVector<Value> acc = emitOutputMma(b, accIn);
+  // The next tile's decode overwrites what this PV reads.
+  gpu::BarrierOp::create(b, loc);
+  SmallVector<Value> results = {newMax, newSum};
+  llvm::append_range(results, acc);
+  llvm::append_range(results, nextLoads);
+  scf::YieldOp::create(b, loc, results);
+}
+
+void SM90PartialKernel::storeRowFactor(OpBuilder &b, Value factor) {
+  Value firstLane =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread.lane, c0);
+  ifThen(b, loc, firstLane, [&] {
+    memref::StoreOp::create(b, loc, factor, smem.factors,
+                            ValueRange{thread.row});
+  });
+}
+
+Value SM90PartialKernel::cacheRow(OpBuilder &b, Value pos) {
+  KernelBuilder k{b, loc};
+  if (pageSize == 0)
+    return k.add(item.kvBegin, pos);
+  // Page ids are clamped into the pool (unsigned: negative ones too), so a
+  // bad table never reads outside it.
+  Value p = k.idx(pageSize);
+  Value entry = k.add(item.kvBegin, k.div(pos, p));
+  Value page = k.load(args.kvIndices, {entry}); // i32
+  Value pages = k.div(memref::DimOp::create(b, loc, args.kv, 0), p);
+  Value lastPage = arith::IndexCastOp::create(b, loc, b.getI32Type(),
+                                              k.sub(pages, c1));
+  Value clamped = arith::MinUIOp::create(b, loc, page, lastPage);
+  Value pageIndex =
+      arith::IndexCastUIOp::create(b, loc, b.getIndexType(), clamped);
+  return k.add(k.mul(pageIndex, p), k.rem(pos, p));
+}
+
+void SM90PartialKernel::emitEpilogue(OpBuilder &b, scf::ForOp loop) {
+  KernelBuilder k{b, loc};
+  Value runMax = loop.getResult(0), runSum = loop.getResult(1);
+  Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, runSum,
+                                     k.f32(0.0));
+  Value factor = arith::SelectOp::create(
+      b, loc, seen, arith::DivFOp::create(b, loc, outScale, runSum),
+      k.f32(0.0));
+  Value lse = arith::SelectOp::create(
+      b, loc, seen,
+      k.fmul(k.fadd(runMax, math::Log2Op::create(b, loc, runSum)),
+             k.f32(0.6931471805599453)),
+      negInf);
+  // A sequence with a single work item is final here: bf16 output and lse
+  // (the combine kernel skips it); otherwise the partials.
+  Value seqItems = k.sub(k.loadIndex(args.itemIndptr, {k.add(item.seq, c1)}),
+                         k.loadIndex(args.itemIndptr, {item.seq}));
+  Value direct =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, seqItems, c1);
+  storeRowFactor(b, factor);
+  Value firstLane =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread.lane, c0);
+  Value writesLse = arith::AndIOp::create(b, loc, firstLane, thread.isReal);
+  ifThen(b, loc, writesLse, [&] {
+    scf::IfOp::create(
+        b, loc, direct,
+        [&](OpBuilder &db, Location) {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPoint(db.getInsertionBlock(), db.getInsertionPoint());
+          memref::StoreOp::create(b, loc, lse, args.lse,
+                                  ValueRange{thread.tokenRow, thread.head});
+          scf::YieldOp::create(b, loc);
+        },
+        [&](OpBuilder &pb, Location) {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPoint(pb.getInsertionBlock(), pb.getInsertionPoint());
+          memref::StoreOp::create(
+              b, loc, lse, args.partialLse,
+              ValueRange{item.slot, thread.token, thread.head});
+          scf::YieldOp::create(b, loc);
+        });
+  });
+  // The rows' final factors, then the accumulators in the mma layout.
+  gpu::BarrierOp::create(b, loc);
+  emitOutputStores(b, loop.getResults().slice(2, numAccumulators), direct);
+}
