@@ -1,0 +1,522 @@
+"""mla.decode on an H200: correctness against float64 and timings beside peers.
+
+Run by bench/h200/run.sh on the GPU machine (docs/performance.md, "sm_90a on
+the H200"). It loads the artifacts compiled on the build machine
+(bench/h200/compile.sh) into the MLIR-free runtime's cuda backend through its
+C API, and in the same process:
+
+  1. measures the read bandwidth of the card with a plain streaming kernel;
+  2. checks every artifact on random batches (variable lengths, q_len 1..4,
+     sharp attention, paged caches) against a float64 reference;
+  3. times the shapes of the issue for our kernels, a PyTorch
+     implementation and the seed's Triton kernel (fp8): CUDA events around
+     replays of a CUDA graph of 8 or more calls (the device time without the
+     host's launch gaps; our launches are graph-capturable), >= 50 calls
+     after warm-up, the cache rotated over copies larger than the L2; ours
+     also launched eagerly from the host. Then writes the table.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mla_runtime  # noqa: E402
+
+DQK, DV = 576, 512
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
+        -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+TOLERANCE = {"bf16": 4e-3, "fp8": 5e-3, "mxfp4": 5e-3}
+L2_BYTES = 60 << 20
+
+
+# --- inputs ------------------------------------------------------------------
+
+def make_cache(fmt, rows, gen, dqk=DQK):
+    """A random cache of `rows` rows in `fmt`: (kv, kv_scale)."""
+    dev = "cuda"
+    if fmt == "bf16":
+        return torch.randn(rows, dqk, device=dev, generator=gen).bfloat16(), None
+    if fmt == "fp8":
+        codes = (torch.randn(rows, dqk, device=dev, generator=gen) * 4.0)
+        return (codes.to(torch.float8_e4m3fn),
+                torch.tensor([0.25], device=dev, dtype=torch.float32))
+    codes = torch.randint(0, 256, (rows, dqk // 2), device=dev,
+                          dtype=torch.uint8, generator=gen)
+    scales = torch.randint(124, 129, (rows, dqk // 32), device=dev,
+                           dtype=torch.uint8, generator=gen)
+    return codes, scales
+
+
+_TABLES = {}
+
+
+def e2m1_table(device, dtype):
+    """The 16 E2M1 values on the device, made once (a graph capture may not
+    copy from the host)."""
+    key = (str(device), dtype)
+    if key not in _TABLES:
+        _TABLES[key] = torch.tensor(E2M1, device=device, dtype=dtype)
+    return _TABLES[key]
+
+
+def dequantize(fmt, kv, scale, dtype):
+    """The cache's values (rows of Dqk) in `dtype`."""
+    if fmt == "bf16":
+        return kv.to(dtype)
+    if fmt == "fp8":
+        return kv.to(dtype) * scale.to(dtype)
+    table = e2m1_table(kv.device, dtype)
+    lo = table[(kv & 15).long()]
+    hi = table[(kv >> 4).long()]
+    values = torch.stack([lo, hi], dim=-1).reshape(kv.shape[0], -1)
+    blocks = torch.exp2(scale.to(dtype) - 127.0)
+    return (values.view(kv.shape[0], -1, 32) * blocks.unsqueeze(-1)).reshape(
+        kv.shape[0], -1)
+
+
+def make_batch(fmt, heads, kv_lens, q_lens, seed, q_scale=1.0, page_size=0):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    qo = [0]
+    for n in q_lens:
+        qo.append(qo[-1] + n)
+    rows = sum(kv_lens)
+    kv, scale = make_cache(fmt, rows, gen)
+    q = (torch.randn(qo[-1], heads, DQK, device="cuda", generator=gen)
+         * q_scale).bfloat16()
+    batch = {"fmt": fmt, "heads": heads, "q": q, "kv": kv, "scale": scale,
+             "qo": qo, "kv_lens": list(kv_lens), "page_size": page_size}
+    kv_indptr = [0]
+    for n in kv_lens:
+        kv_indptr.append(kv_indptr[-1] + n)
+    batch["kv_rows"] = kv_indptr  # the contiguous rows of each sequence
+    if page_size == 0:
+        batch["kv_indptr"] = kv_indptr
+        return batch
+    # Paged: each sequence's rows scattered into pages of a shuffled pool.
+    pages = [max(0, -(-n // page_size)) for n in kv_lens]
+    total = sum(pages)
+    order = torch.randperm(total, generator=torch.Generator().manual_seed(seed))
+    pool_kv = torch.empty((total * page_size,) + tuple(kv.shape[1:]),
+                          dtype=kv.dtype, device="cuda")
+    pool_scale = None
+    if fmt == "mxfp4":
+        pool_scale = torch.full((total * page_size, scale.shape[1]), 127,
+                                dtype=torch.uint8, device="cuda")
+    indices, indptr, last, used = [], [0], [], 0
+    for b, n in enumerate(kv_lens):
+        for p in range(pages[b]):
+            page = int(order[used + p])
+            indices.append(page)
+            first = kv_indptr[b] + p * page_size
+            count = min(page_size, n - p * page_size)
+            dst = slice(page * page_size, page * page_size + count)
+            pool_kv[dst] = kv[first:first + count]
+            if pool_scale is not None:
+                pool_scale[dst] = scale[first:first + count]
+        used += pages[b]
+        indptr.append(used)
+        last.append(n - (pages[b] - 1) * page_size if pages[b] else 0)
+    batch.update(kv=pool_kv, scale=pool_scale if fmt == "mxfp4" else scale,
+                 kv_indptr=indptr, last_page_len=last,
+                 kv_indices=torch.tensor(indices or [0], dtype=torch.int32,
+                                         device="cuda"),
+                 contiguous_kv=kv, contiguous_scale=scale)
+    return batch
+
+
+# --- the float64 reference ---------------------------------------------------
+
+def reference(batch, sm_scale, sample=None):
+    """out [T, H, Dv] and lse [T, H] in float64 for the sequences in
+    `sample` (all when None); the others stay NaN."""
+    fmt = batch["fmt"]
+    kv = batch.get("contiguous_kv", batch["kv"])
+    scale = batch.get("contiguous_scale", batch["scale"])
+    q, qo, rows = batch["q"], batch["qo"], batch["kv_rows"]
+    T, H = q.shape[0], q.shape[1]
+    out = torch.full((T, H, DV), float("nan"), dtype=torch.float64,
+                     device="cuda")
+    lse = torch.full((T, H), float("nan"), dtype=torch.float64, device="cuda")
+    seqs = range(len(qo) - 1) if sample is None else sample
+    for b in seqs:
+        k = dequantize(fmt, kv[rows[b]:rows[b + 1]],
+                       None if scale is None else
+                       (scale if fmt == "fp8" else scale[rows[b]:rows[b + 1]]),
+                       torch.float64)
+        n_q, n_kv = qo[b + 1] - qo[b], rows[b + 1] - rows[b]
+        qs = q[qo[b]:qo[b + 1]].to(torch.float64)          # [n_q, H, Dqk]
+        s = torch.einsum("thd,nd->thn", qs, k) * sm_scale  # [n_q, H, n_kv]
+        # Token i sees positions < n_kv - (n_q - 1 - i).
+        pos = torch.arange(n_kv, device="cuda")
+        limit = n_kv - (n_q - 1 - torch.arange(n_q, device="cuda"))
+        s = s.masked_fill(pos[None, None, :] >= limit[:, None, None],
+                          float("-inf"))
+        m = torch.logsumexp(s, dim=-1)                     # [n_q, H]
+        p = torch.exp(s - m[..., None]).nan_to_num(0.0)
+        out[qo[b]:qo[b + 1]] = torch.einsum("thn,nd->thd", p, k[:, :DV])
+        lse[qo[b]:qo[b + 1]] = m
+    return out, lse
+
+
+# --- our kernels through the runtime -----------------------------------------
+
+class Ours:
+    def __init__(self, rt, kernel, batch, copies=1):
+        self.rt, self.kernel = rt, kernel
+        qo, kv_indptr = batch["qo"], batch["kv_indptr"]
+        self.plan, info, work = rt.plan(kernel, qo, kv_indptr,
+                                        batch.get("last_page_len"))
+        dev = "cuda"
+        self.work = torch.frombuffer(bytearray(work), dtype=torch.uint8).to(dev)
+        self.workspace = torch.empty(max(1, info.workspace_bytes),
+                                     dtype=torch.uint8, device=dev)
+        self.qo = torch.tensor(qo, dtype=torch.int32, device=dev)
+        self.kv_indptr = torch.tensor(kv_indptr, dtype=torch.int32, device=dev)
+        self.last = (torch.tensor(batch["last_page_len"], dtype=torch.int32,
+                                  device=dev)
+                     if "last_page_len" in batch else None)
+        T, H = batch["q"].shape[0], batch["q"].shape[1]
+        self.out = torch.empty(T, H, DV, dtype=torch.bfloat16, device=dev)
+        self.lse = torch.empty(T, H, dtype=torch.float32, device=dev)
+        self.caches = [(batch["kv"], batch["scale"])]
+        for _ in range(copies - 1):
+            self.caches.append((batch["kv"].clone(),
+                                None if batch["scale"] is None
+                                else batch["scale"].clone()))
+        self.args = [self._args(batch, kv, scale, info)
+                     for kv, scale in self.caches]
+        self.calls = 0
+
+    def _args(self, batch, kv, scale, info):
+        a = mla_runtime.DecodeArgs()
+        a.q, a.kv = batch["q"].data_ptr(), kv.data_ptr()
+        a.kv_scale = scale.data_ptr() if scale is not None else None
+        a.qo_indptr, a.kv_indptr = self.qo.data_ptr(), self.kv_indptr.data_ptr()
+        a.work_list = self.work.data_ptr()
+        a.out, a.lse = self.out.data_ptr(), self.lse.data_ptr()
+        a.workspace = self.workspace.data_ptr()
+        a.workspace_bytes = self.workspace.numel()
+        a.num_seqs = len(batch["qo"]) - 1
+        a.num_tokens = batch["q"].shape[0]
+        a.num_kv_rows = kv.shape[0]
+        if self.last is not None:
+            a.kv_indices = batch["kv_indices"].data_ptr()
+            a.kv_last_page_len = self.last.data_ptr()
+        return a
+
+    def __call__(self):
+        args = self.args[self.calls % len(self.args)]
+        self.calls += 1
+        self.rt.launch(self.kernel, self.plan, args,
+                       torch.cuda.current_stream().cuda_stream)
+        return self.out
+
+
+# --- peers -------------------------------------------------------------------
+
+def torch_decode(batch, sm_scale, copies=1):
+    """Equal-length sequences, q_len tokens each: dequantize, bmm in bf16,
+    softmax in f32 (what a PyTorch user would write)."""
+    fmt, q, H = batch["fmt"], batch["q"], batch["heads"]
+    B = len(batch["qo"]) - 1
+    L = batch["kv_lens"][0]
+    n_q = q.shape[0] // B
+    caches = [(batch["kv"], batch["scale"])]
+    for _ in range(copies - 1):
+        caches.append((batch["kv"].clone(), None if batch["scale"] is None
+                       else batch["scale"].clone()))
+    pos = torch.arange(L, device="cuda")
+    limit = L - (n_q - 1 - torch.arange(n_q, device="cuda"))
+    mask = (pos[None, :] >= limit[:, None])                 # [n_q, L]
+    calls = [0]
+
+    def run():
+        kv, scale = caches[calls[0] % len(caches)]
+        calls[0] += 1
+        k = dequantize(fmt, kv, scale, torch.bfloat16).view(B, L, DQK)
+        qb = q.view(B, n_q * H, DQK)
+        s = torch.bmm(qb, k.transpose(1, 2)).float() * sm_scale
+        s = s.view(B, n_q, H, L).masked_fill(mask[None, :, None, :],
+                                             float("-inf"))
+        p = torch.softmax(s, dim=-1).to(torch.bfloat16).view(B, n_q * H, L)
+        return torch.bmm(p, k[:, :, :DV]).view(B * n_q, H, DV)
+    return run
+
+
+def seed_decode(batch, sm_scale, copies=1):
+    import seed_triton
+    B = len(batch["qo"]) - 1
+    caches = [(batch["kv"], batch["scale"])]
+    for _ in range(copies - 1):
+        caches.append((batch["kv"].clone(), batch["scale"].clone()))
+    qo = torch.tensor(batch["qo"], dtype=torch.int32, device="cuda")
+    kvp = torch.tensor(batch["kv_indptr"], dtype=torch.int32, device="cuda")
+    calls = [0]
+
+    def run():
+        kv, scale = caches[calls[0] % len(caches)]
+        calls[0] += 1
+        return seed_triton.seed_decode_fp8(batch["q"], kv, scale, qo, kvp, B,
+                                           sm_scale)
+    return run
+
+
+# --- measuring ---------------------------------------------------------------
+
+def median_ms(fn, launches=50, warmup=5):
+    """Median milliseconds of one call of `fn`, launched from the host each
+    time: the launch overhead counts when the GPU outruns the host."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(launches)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(launches)]
+    for s, e in zip(starts, ends):
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+
+def graph_median_ms(fn, launches=50, per_graph=10):
+    """Median milliseconds of one call of `fn` replayed from a CUDA graph of
+    `per_graph` calls (the device time without the host's launch gaps), over
+    at least `launches` calls."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(per_graph):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    replays = max(5, -(-launches // per_graph))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
+    for s, e in zip(starts, ends):
+        s.record()
+        graph.replay()
+        e.record()
+    torch.cuda.synchronize()
+    del graph
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)) \
+        / per_graph
+
+
+def read_bandwidth():
+    """Bytes per second a plain streaming read reaches: the sum of 4 GiB."""
+    x = torch.ones(1 << 30, dtype=torch.float32, device="cuda")
+    ms = median_ms(lambda: x.sum(), launches=20, warmup=3)
+    del x
+    return (4 << 30) / (ms * 1e-3)
+
+
+def errors(out, lse, ref_out, ref_lse, rows):
+    """rel_err ||out - ref|| / ||ref|| and the worst lse error past
+    1e-4 + 1e-6 |lse| (<= 0 passes), over the token rows `rows`."""
+    o = out[rows].to(torch.float64)
+    r = ref_out[rows]
+    rel = (torch.linalg.vector_norm(o - r) /
+           torch.linalg.vector_norm(r).clamp_min(1e-30)).item()
+    if lse is None:
+        return rel, None
+    l, rl = lse[rows].to(torch.float64), ref_lse[rows]
+    both_inf = torch.isinf(l) & torch.isinf(rl)
+    excess = ((l - rl).abs() - (1e-4 + 1e-6 * rl.abs())).masked_fill(both_inf,
+                                                                     -1.0)
+    return rel, excess.max().item()
+
+
+def cache_bytes(fmt, rows, dqk=DQK):
+    return rows * {"bf16": 2 * dqk, "fp8": dqk, "mxfp4": dqk // 2 + dqk // 32}[fmt]
+
+
+def token_rows(batch, seqs):
+    return torch.tensor([t for b in seqs
+                         for t in range(batch["qo"][b], batch["qo"][b + 1])],
+                        dtype=torch.long, device="cuda")
+
+
+# --- the runs ----------------------------------------------------------------
+
+def check_artifacts(rt, artifacts, log):
+    """Random batches through every artifact against float64."""
+    results = []
+    rng = torch.Generator().manual_seed(7)
+    for name, (kernel, info) in sorted(artifacts.items()):
+        fmt = mla_runtime.FORMATS[info.kv_format]
+        for trial in range(4):
+            B = [1, 3, 8, 17][trial]
+            q_len = 1 + trial % 4
+            lens = torch.randint(1, 3000, (B,), generator=rng).tolist()
+            q_scale = 30.0 if trial == 3 else 1.0  # sharp attention
+            batch = make_batch(fmt, info.num_heads, lens, [q_len] * B,
+                               seed=100 * trial + len(results), q_scale=q_scale,
+                               page_size=info.page_size)
+            ours = Ours(rt, kernel, batch)
+            ours.out.fill_(float("nan"))
+            ours.lse.fill_(float("nan"))
+            ours()
+            torch.cuda.synchronize()
+            ref_out, ref_lse = reference(batch, info.sm_scale)
+            rows = token_rows(batch, range(B))
+            rel, lse_excess = errors(ours.out, ours.lse, ref_out, ref_lse, rows)
+            ok = rel <= TOLERANCE[fmt] and lse_excess <= 0 and \
+                not math.isnan(rel)
+            results.append({"artifact": name, "B": B, "q_len": q_len,
+                            "q_scale": q_scale, "rel_err": rel,
+                            "lse_excess": lse_excess, "pass": ok})
+            log(f"check {name:24s} B={B:3d} q_len={q_len} q_scale={q_scale:4g}"
+                f" rel_err={rel:.3e} lse_excess={lse_excess:.2e} "
+                f"{'PASS' if ok else 'FAIL'}")
+            rt.destroy_plan(ours.plan)
+    return results
+
+
+SHAPES = [(b, kv, 16, 1) for b in (4, 32, 64, 256) for kv in (1024, 8192)] + \
+    [(64, 8192, 128, 1), (64, 8192, 16, 4)]
+
+
+def time_shapes(rt, artifacts, bandwidth, formats, launches, log):
+    rows_out = []
+    for fmt in formats:
+        for (B, L, H, n_q) in SHAPES:
+            key = f"{fmt}_h{H}"
+            if key not in artifacts:
+                continue
+            kernel, info = artifacts[key]
+            batch = make_batch(fmt, H, [L] * B, [n_q] * B, seed=B * L + H)
+            size = cache_bytes(fmt, B * L)
+            copies = max(1, min(16, -(-4 * L2_BYTES // size)))
+            row = {"format": fmt, "B": B, "kv": L, "H": H, "q_len": n_q,
+                   "cache_bytes": size}
+            ours = Ours(rt, kernel, batch, copies)
+            ours()
+            torch.cuda.synchronize()
+            sample = sorted(set([0, B // 2, B - 1] + list(range(min(B, 8)))))
+            ref_out, ref_lse = reference(batch, info.sm_scale, sample)
+            rows = token_rows(batch, sample)
+            row["rel_err"], row["lse_excess"] = errors(
+                ours.out, ours.lse, ref_out, ref_lse, rows)
+            per_graph = max(8, copies)
+            row["ours_us"] = 1e3 * graph_median_ms(ours, launches, per_graph)
+            row["ours_eager_us"] = 1e3 * median_ms(ours, launches)
+            io = size + batch["q"].numel() * 2 + B * n_q * H * DV * 2
+            row["floor_us"] = 1e6 * io / bandwidth
+            row["ours_gbps"] = size / (row["ours_us"] * 1e-6) / 1e9
+            row["ours_share"] = size / (row["ours_us"] * 1e-6) / bandwidth
+            rt.destroy_plan(ours.plan)
+            del ours
+            for peer, make in (("torch", torch_decode), ("seed", seed_decode)):
+                if peer == "seed" and (fmt != "fp8" or H != 16 or n_q != 1):
+                    continue
+                try:
+                    fn = make(batch, info.sm_scale, copies)
+                    out = fn()
+                    torch.cuda.synchronize()
+                    row[f"{peer}_rel_err"], _ = errors(out, None, ref_out,
+                                                       None, rows)
+                    row[f"{peer}_us"] = 1e3 * graph_median_ms(fn, launches,
+                                                              per_graph)
+                except Exception as e:  # a peer that fails is reported
+                    row[f"{peer}_error"] = f"{type(e).__name__}: {e}"[:200]
+                torch.cuda.empty_cache()
+            log(json.dumps(row))
+            rows_out.append(row)
+            del batch
+            torch.cuda.empty_cache()
+    return rows_out
+
+
+def table(rows, bandwidth):
+    lines = ["| format | B | kv | H | q_len | ours µs | floor µs | ours GB/s "
+             "| % of read BW | rel_err | PyTorch µs | seed Triton µs "
+             "| ours µs, eager launches |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        def peer(name):
+            if f"{name}_us" in r:
+                return f"{r[name + '_us']:.1f}"
+            return "failed" if f"{name}_error" in r else "—"
+        lines.append(
+            f"| {r['format']} | {r['B']} | {r['kv']} | {r['H']} | {r['q_len']} "
+            f"| {r['ours_us']:.1f} | {r['floor_us']:.1f} | {r['ours_gbps']:.0f} "
+            f"| {100 * r['ours_share']:.0f}% | {r['rel_err']:.1e} "
+            f"| {peer('torch')} | {peer('seed')} | {r['ours_eager_us']:.1f} |")
+    lines.append("")
+    lines.append(f"read bandwidth (streaming sum of 4 GiB): "
+                 f"{bandwidth / 1e9:.0f} GB/s")
+    for fmt in ("bf16", "fp8", "mxfp4"):
+        eight = [r for r in rows if r["format"] == fmt and r["H"] == 16
+                 and r["q_len"] == 1]
+        if len(eight) == 8:
+            g = math.exp(sum(math.log(r["ours_us"]) for r in eight) / 8)
+            f = math.exp(sum(math.log(r["floor_us"]) for r in eight) / 8)
+            lines.append(f"{fmt}: geomean over the eight shapes {g:.1f} µs "
+                         f"(floor {f:.1f} µs, {g / f:.2f}x)")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lib", required=True, help="libMLARuntime.so")
+    ap.add_argument("--artifacts", required=True, help="folder of .mla files")
+    ap.add_argument("--out", default=".", help="folder for the results")
+    ap.add_argument("--formats", default="bf16,fp8,mxfp4")
+    ap.add_argument("--launches", type=int, default=50)
+    ap.add_argument("--skip-check", action="store_true")
+    ap.add_argument("--skip-timing", action="store_true")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    logfile = open(os.path.join(args.out, "bench.log"), "w")
+
+    def log(line):
+        print(line, flush=True)
+        logfile.write(line + "\n")
+
+    torch.cuda.init()
+    log(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')}")
+    rt = mla_runtime.Runtime(args.lib)
+    artifacts = {}
+    for f in sorted(os.listdir(args.artifacts)):
+        if f.endswith(".mla"):
+            t0 = time.time()
+            artifacts[f[:-4]] = rt.load(os.path.join(args.artifacts, f))
+            log(f"loaded {f} (PTX JIT) in {time.time() - t0:.2f} s")
+    bandwidth = read_bandwidth()
+    log(f"read bandwidth {bandwidth / 1e9:.0f} GB/s")
+    results = {"bandwidth": bandwidth}
+    if not args.skip_check:
+        results["checks"] = check_artifacts(rt, artifacts, log)
+    if not args.skip_timing:
+        results["timings"] = time_shapes(rt, artifacts, bandwidth,
+                                         args.formats.split(","),
+                                         args.launches, log)
+        text = table(results["timings"], bandwidth)
+        log(text)
+        with open(os.path.join(args.out, "table.md"), "w") as f:
+            f.write(text + "\n")
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    failed = [c for c in results.get("checks", []) if not c["pass"]]
+    bad = [r for r in results.get("timings", [])
+           if not r["rel_err"] <= TOLERANCE[r["format"]]]
+    if failed or bad:
+        log(f"FAILED: {len(failed)} checks, {len(bad)} timed shapes out of "
+            "tolerance")
+        return 1
+    log("all checks PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Compiles the artifacts bench/h200/run.sh runs on the H200, with the
+# project's mla-compile (sm_90a PTX; no CUDA toolkit involved): the three
+# formats at H = 16 and 128 (the timed shapes), more head counts and paged
+# caches for the checks. Usage: bench/h200/compile.sh [OUT_DIR]
+# (default bench/h200/artifacts, git-ignored; run.sh's call carries it).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:-$root/bench/h200/artifacts}
+compile=${BUILD:-$root/build}/bin/mla-compile
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# examples/decode_<format>.mlir with H heads (their shapes say 16).
+variant() { sed "s/?x16x/?x$2x/g" "$root/examples/$1.mlir" > "$tmp/$3.mlir"; }
+for fmt in bf16 fp8 mxfp4; do
+  for heads in 16 32 64 128; do
+    variant "decode_$fmt" "$heads" "${fmt}_h$heads"
+  done
+done
+variant decode_fp8_paged 16 fp8_h16_p64
+# 64 heads, pages of 16 rows (the example's cache is ?x64x576xf8E4M3FN).
+sed "s/?x64x576xf8/?xPAGEx576xf8/g; s/?x16x/?x64x/g; s/?xPAGEx/?x16x/g" \
+  "$root/examples/decode_fp8_paged.mlir" > "$tmp/fp8_h64_p16.mlir"
+for f in "$tmp"/*.mlir; do
+  name=$(basename "$f" .mlir)
+  "$compile" --target h200 --no-emu "$f" -o "$out/$name.mla"
+done
+ls "$out"

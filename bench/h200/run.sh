@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The H200 benchmark in one command, for the GPU machine (no LLVM/MLIR
+# there): builds the runtime alone (runtime/, any C++17 compiler), then
+# checks and times the artifacts bench/h200/compile.sh made (bench.py).
+# Results go to $OUT (the device tool's folder) or bench/h200/results.
+# Usage: bench/h200/run.sh [bench.py options]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${OUT:-$root/bench/h200/results}
+build=/tmp/mla-runtime-build
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem \
+  --format=csv,noheader || true
+cmake -S "$root/runtime" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  > "$build.configure.log" || { cat "$build.configure.log"; exit 1; }
+cmake --build "$build" > "$build.log" || { cat "$build.log"; exit 1; }
+# What ptxas makes of the PTX (the driver JITs the same): registers, spills,
+# shared memory per kernel.
+export PATH=$PATH:/usr/local/cuda/bin
+if command -v ptxas > /dev/null; then
+  tar xOf "$root/bench/h200/artifacts/fp8_h16.mla" kernels.ptx > /tmp/fp8_h16.ptx
+  ptxas -arch=sm_90a -v /tmp/fp8_h16.ptx -o /tmp/fp8_h16.cubin 2>&1 | grep -E "Compiling|Used|spill" || true
+fi
+PYTHONUNBUFFERED=1 python3 "$root/bench/h200/bench.py" \
+  --lib "$build/lib/libMLARuntime.so" \
+  --artifacts "$root/bench/h200/artifacts" --out "$out" "$@"
