@@ -14,12 +14,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "mla/Runtime/Backend.h"
+#include "mla/Runtime/DriverLibrary.h"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
-#include <map>
-#include <mutex>
+#include <algorithm>
+#include <string>
 
 using namespace mla;
 using namespace mla::rt;
@@ -59,66 +57,35 @@ struct CudaApi {
   CUresult (*getErrorString)(CUresult, const char **);
 };
 
-/// Loads the driver once per process and path; it stays loaded.
+/// The CUDA driver's functions ($MLA_CUDA_LIBRARY, else libcuda.so.1).
 Expected<const CudaApi *> loadCuda() {
-  static std::mutex mutex;
-  static std::map<std::string, CudaApi> loaded;
-  std::lock_guard<std::mutex> lock(mutex);
-  std::vector<std::string> candidates;
-  if (const char *path = std::getenv("MLA_CUDA_LIBRARY"))
-    candidates.push_back(path);
-  else
-    candidates = {"libcuda.so.1", "libcuda.so"};
-  for (const std::string &name : candidates) {
-    auto it = loaded.find(name);
-    if (it != loaded.end())
-      return &it->second;
-  }
-  void *handle = nullptr;
-  std::string tried, path;
-  for (const std::string &name : candidates) {
-    handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle) {
-      path = name;
-      break;
-    }
-    const char *why = dlerror();
-    tried += "\n  " + (why ? std::string(why) : name + ": not found");
-  }
-  if (!handle)
-    return fail(Status::BackendUnavailable,
-                "cuda backend: cannot load the CUDA driver "
-                "(libcuda.so.1; set MLA_CUDA_LIBRARY to its path):",
-                tried);
-  CudaApi api;
-  std::string missing;
-  auto resolve = [&](auto &fn, const char *name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-        dlsym(handle, name));
-    if (!fn)
-      missing += std::string(missing.empty() ? "" : ", ") + name;
-  };
-  resolve(api.init, "cuInit");
-  resolve(api.deviceGetCount, "cuDeviceGetCount");
-  resolve(api.deviceGet, "cuDeviceGet");
-  resolve(api.deviceGetAttribute, "cuDeviceGetAttribute");
-  resolve(api.primaryCtxRetain, "cuDevicePrimaryCtxRetain");
-  resolve(api.primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
-  resolve(api.ctxSetCurrent, "cuCtxSetCurrent");
-  resolve(api.moduleLoadDataEx, "cuModuleLoadDataEx");
-  resolve(api.moduleUnload, "cuModuleUnload");
-  resolve(api.moduleGetFunction, "cuModuleGetFunction");
-  resolve(api.launchKernel, "cuLaunchKernel");
-  resolve(api.memAlloc, "cuMemAlloc_v2");
-  resolve(api.memFree, "cuMemFree_v2");
-  resolve(api.memcpyHtoD, "cuMemcpyHtoD_v2");
-  resolve(api.memcpyDtoH, "cuMemcpyDtoH_v2");
-  resolve(api.streamSynchronize, "cuStreamSynchronize");
-  resolve(api.getErrorString, "cuGetErrorString");
-  if (!missing.empty())
-    return fail(Status::BackendUnavailable, "cuda backend: ", path, " lacks ",
-                missing, " (a CUDA 11 or newer driver is needed)");
-  return &loaded.emplace(path, api).first->second;
+  DriverLibrarySpec spec{
+      "MLA_CUDA_LIBRARY",
+      {"libcuda.so.1", "libcuda.so"},
+      "cuda backend: cannot load the CUDA driver (libcuda.so.1; set "
+      "MLA_CUDA_LIBRARY to its path):",
+      "cuda backend",
+      "(a CUDA 11 or newer driver is needed)"};
+  return loadDriverLibrary<CudaApi>(spec, [](SymbolResolver &resolve,
+                                             CudaApi &api) {
+    resolve(api.init, "cuInit");
+    resolve(api.deviceGetCount, "cuDeviceGetCount");
+    resolve(api.deviceGet, "cuDeviceGet");
+    resolve(api.deviceGetAttribute, "cuDeviceGetAttribute");
+    resolve(api.primaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    resolve(api.primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    resolve(api.ctxSetCurrent, "cuCtxSetCurrent");
+    resolve(api.moduleLoadDataEx, "cuModuleLoadDataEx");
+    resolve(api.moduleUnload, "cuModuleUnload");
+    resolve(api.moduleGetFunction, "cuModuleGetFunction");
+    resolve(api.launchKernel, "cuLaunchKernel");
+    resolve(api.memAlloc, "cuMemAlloc_v2");
+    resolve(api.memFree, "cuMemFree_v2");
+    resolve(api.memcpyHtoD, "cuMemcpyHtoD_v2");
+    resolve(api.memcpyDtoH, "cuMemcpyDtoH_v2");
+    resolve(api.streamSynchronize, "cuStreamSynchronize");
+    resolve(api.getErrorString, "cuGetErrorString");
+  });
 }
 
 std::string errorText(const CudaApi &api, CUresult status) {

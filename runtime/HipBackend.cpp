@@ -11,15 +11,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "mla/Runtime/Backend.h"
+#include "mla/Runtime/DriverLibrary.h"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <map>
-#include <mutex>
 
 using namespace mla;
 using namespace mla::rt;
@@ -53,64 +49,32 @@ struct HipApi {
   const char *(*getErrorString)(hipError_t);
 };
 
-/// Loads the library once per process and path (it stays loaded: HIP does
-/// not support being unloaded while the process runs).
+/// The HIP runtime's functions ($MLA_HIP_LIBRARY, else libamdhip64).
 Expected<const HipApi *> loadHip() {
-  static std::mutex mutex;
-  static std::map<std::string, HipApi> loaded;
-  std::lock_guard<std::mutex> lock(mutex);
-  std::vector<std::string> candidates;
-  if (const char *path = std::getenv("MLA_HIP_LIBRARY"))
-    candidates.push_back(path);
-  else
-    candidates = {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
-                  "/opt/rocm/lib/libamdhip64.so"};
-  for (const std::string &name : candidates) {
-    auto it = loaded.find(name);
-    if (it != loaded.end())
-      return &it->second;
-  }
-  void *handle = nullptr;
-  std::string tried, path;
-  for (const std::string &name : candidates) {
-    handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle) {
-      path = name;
-      break;
-    }
-    const char *why = dlerror();
-    tried += "\n  " + (why ? std::string(why) : name + ": not found");
-  }
-  if (!handle)
-    return fail(Status::BackendUnavailable,
-                "hip backend: cannot load the HIP runtime "
-                "(libamdhip64.so; set MLA_HIP_LIBRARY to its path):",
-                tried);
-  HipApi api;
-  std::string missing;
-  auto resolve = [&](auto &fn, const char *name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-        dlsym(handle, name));
-    if (!fn)
-      missing += std::string(missing.empty() ? "" : ", ") + name;
-  };
-  resolve(api.init, "hipInit");
-  resolve(api.getDeviceCount, "hipGetDeviceCount");
-  resolve(api.setDevice, "hipSetDevice");
-  resolve(api.getDeviceProperties, "hipGetDevicePropertiesR0600");
-  resolve(api.moduleLoadData, "hipModuleLoadData");
-  resolve(api.moduleUnload, "hipModuleUnload");
-  resolve(api.moduleGetFunction, "hipModuleGetFunction");
-  resolve(api.moduleLaunchKernel, "hipModuleLaunchKernel");
-  resolve(api.malloc, "hipMalloc");
-  resolve(api.free, "hipFree");
-  resolve(api.memcpy, "hipMemcpy");
-  resolve(api.streamSynchronize, "hipStreamSynchronize");
-  resolve(api.getErrorString, "hipGetErrorString");
-  if (!missing.empty())
-    return fail(Status::BackendUnavailable, "hip backend: ", path, " lacks ",
-                missing, " (ROCm 6.0 or newer is needed)");
-  return &loaded.emplace(path, api).first->second;
+  DriverLibrarySpec spec{
+      "MLA_HIP_LIBRARY",
+      {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
+       "/opt/rocm/lib/libamdhip64.so"},
+      "hip backend: cannot load the HIP runtime (libamdhip64.so; set "
+      "MLA_HIP_LIBRARY to its path):",
+      "hip backend",
+      "(ROCm 6.0 or newer is needed)"};
+  return loadDriverLibrary<HipApi>(spec, [](SymbolResolver &resolve,
+                                            HipApi &api) {
+    resolve(api.init, "hipInit");
+    resolve(api.getDeviceCount, "hipGetDeviceCount");
+    resolve(api.setDevice, "hipSetDevice");
+    resolve(api.getDeviceProperties, "hipGetDevicePropertiesR0600");
+    resolve(api.moduleLoadData, "hipModuleLoadData");
+    resolve(api.moduleUnload, "hipModuleUnload");
+    resolve(api.moduleGetFunction, "hipModuleGetFunction");
+    resolve(api.moduleLaunchKernel, "hipModuleLaunchKernel");
+    resolve(api.malloc, "hipMalloc");
+    resolve(api.free, "hipFree");
+    resolve(api.memcpy, "hipMemcpy");
+    resolve(api.streamSynchronize, "hipStreamSynchronize");
+    resolve(api.getErrorString, "hipGetErrorString");
+  });
 }
 
 class HipBackend;

@@ -385,10 +385,11 @@ SHAPES = [(b, kv, 16, 1) for b in (4, 32, 64, 256) for kv in (1024, 8192)] + \
     [(64, 8192, 128, 1), (64, 8192, 16, 4)]
 
 
-def time_shapes(rt, artifacts, bandwidth, formats, launches, log):
+def time_shapes(rt, artifacts, bandwidth, formats, launches, log,
+                shapes=SHAPES):
     rows_out = []
     for fmt in formats:
-        for (B, L, H, n_q) in SHAPES:
+        for (B, L, H, n_q) in shapes:
             key = f"{fmt}_h{H}"
             if key not in artifacts:
                 continue
@@ -474,6 +475,8 @@ def main():
     ap.add_argument("--launches", type=int, default=50)
     ap.add_argument("--skip-check", action="store_true")
     ap.add_argument("--skip-timing", action="store_true")
+    ap.add_argument("--only", default="",
+                    help="time one shape, FORMAT:B:KV:H:Q_LEN (for ncu)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     logfile = open(os.path.join(args.out, "bench.log"), "w")
@@ -498,9 +501,12 @@ def main():
     if not args.skip_check:
         results["checks"] = check_artifacts(rt, artifacts, log)
     if not args.skip_timing:
-        results["timings"] = time_shapes(rt, artifacts, bandwidth,
-                                         args.formats.split(","),
-                                         args.launches, log)
+        formats, shapes = args.formats.split(","), SHAPES
+        if args.only:
+            fmt, *dims = args.only.split(":")
+            formats, shapes = [fmt], [tuple(int(d) for d in dims)]
+        results["timings"] = time_shapes(rt, artifacts, bandwidth, formats,
+                                         args.launches, log, shapes)
         text = table(results["timings"], bandwidth)
         log(text)
         with open(os.path.join(args.out, "table.md"), "w") as f:

@@ -3,7 +3,7 @@
 # there): builds the runtime alone (runtime/, any C++17 compiler), then
 # checks and times the artifacts bench/h200/compile.sh made (bench.py).
 # Results go to $OUT (the device tool's folder) or bench/h200/results.
-# Usage: bench/h200/run.sh [bench.py options]
+# Usage: bench/h200/run.sh [bench.py options]; NCU=fp8:256:8192:16:1 bench/h200/run.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$root/bench/h200/results}
@@ -20,6 +20,15 @@ if command -v ptxas > /dev/null; then
   tar xOf "$root/bench/h200/artifacts/fp8_h16.mla" kernels.ptx > /tmp/fp8_h16.ptx
   ptxas -arch=sm_90a -v /tmp/fp8_h16.ptx -o /tmp/fp8_h16.cubin 2>&1 | grep -E "Compiling|Used|spill" || true
 fi
-PYTHONUNBUFFERED=1 python3 "$root/bench/h200/bench.py" \
+# NCU=FORMAT:B:KV:H:Q_LEN: the partial kernel of that one shape under
+# Nsight Compute (DRAM throughput and bytes; the clocks left alone).
+profile=()
+if [ -n "${NCU:-}" ]; then
+  profile=(ncu --clock-control none --metrics
+    dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,gpu__time_duration.sum
+    -k regex:mla_partial_decode -c 3)
+  set -- --skip-check --launches 5 --only "$NCU" "$@"
+fi
+PYTHONUNBUFFERED=1 "${profile[@]}" python3 "$root/bench/h200/bench.py" \
   --lib "$build/lib/libMLARuntime.so" \
   --artifacts "$root/bench/h200/artifacts" --out "$out" "$@"
