@@ -7,7 +7,8 @@ C API, and in the same process:
 
   1. measures the read bandwidth of the card with a plain streaming kernel;
   2. checks every artifact on random batches (variable lengths, q_len 1..4,
-     sharp attention, paged caches) against a float64 reference;
+     sharp attention, paged caches) against a float64 reference, and one
+     captured launch with a device plan replaying batches of other sizes;
   3. times the shapes of the issue for our kernels, a PyTorch
      implementation and the seed's Triton kernel (fp8): CUDA events around
      replays of a CUDA graph of 8 or more calls (the device time without the
@@ -381,6 +382,79 @@ def check_artifacts(rt, artifacts, log):
     return results
 
 
+def check_device_plan(rt, artifacts, log, steps=4, max_seqs=8, max_kv=8000):
+    """One captured launch with a device plan replays batches of different
+    sizes: the plan kernel plans each on the GPU from the device indptrs
+    (docs/runtime.md). Each step's output is checked against float64 and
+    its status word must be 0."""
+    results = []
+    rng = torch.Generator().manual_seed(11)
+    for name in ("fp8_h16", "mxfp4_h16", "bf16_h128"):
+        if name not in artifacts:
+            continue
+        kernel, info = artifacts[name]
+        fmt = mla_runtime.FORMATS[info.kv_format]
+        H, max_tokens = info.num_heads, 4 * max_seqs
+        plan, pinfo = rt.device_plan(kernel, max_seqs, max_tokens, max_kv)
+        gen = torch.Generator(device="cuda").manual_seed(5)
+        kv, scale = make_cache(fmt, max_kv, gen)
+        q = torch.empty(max_tokens, H, DQK, dtype=torch.bfloat16, device="cuda")
+        qo = torch.zeros(max_seqs + 1, dtype=torch.int32, device="cuda")
+        kvp = torch.zeros(max_seqs + 1, dtype=torch.int32, device="cuda")
+        work = torch.empty(pinfo.work_list_bytes, dtype=torch.uint8,
+                           device="cuda")
+        space = torch.empty(max(1, pinfo.workspace_bytes), dtype=torch.uint8,
+                            device="cuda")
+        out = torch.empty(max_tokens, H, DV, dtype=torch.bfloat16,
+                          device="cuda")
+        lse = torch.empty(max_tokens, H, dtype=torch.float32, device="cuda")
+        a = mla_runtime.DecodeArgs()
+        a.q, a.kv = q.data_ptr(), kv.data_ptr()
+        a.kv_scale = scale.data_ptr() if scale is not None else None
+        a.qo_indptr, a.kv_indptr = qo.data_ptr(), kvp.data_ptr()
+        a.work_list, a.out, a.lse = work.data_ptr(), out.data_ptr(), \
+            lse.data_ptr()
+        a.workspace, a.workspace_bytes = space.data_ptr(), space.numel()
+        a.num_seqs, a.num_tokens, a.num_kv_rows = max_seqs, max_tokens, max_kv
+        stream = torch.cuda.Stream()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            rt.launch(kernel, plan, a, torch.cuda.current_stream().cuda_stream)
+        for step in range(steps):
+            B = int(torch.randint(1, max_seqs + 1, (1,), generator=rng))
+            n_q = int(torch.randint(1, 5, (1,), generator=rng))
+            lens = torch.randint(1, max_kv // max_seqs, (B,),
+                                 generator=rng).tolist()
+            qo_host = [min(b, B) * n_q for b in range(max_seqs + 1)]
+            kv_host = [0]
+            for b in range(max_seqs):
+                kv_host.append(kv_host[-1] + (lens[b] if b < B else 0))
+            qo.copy_(torch.tensor(qo_host, dtype=torch.int32))
+            kvp.copy_(torch.tensor(kv_host, dtype=torch.int32))
+            q.copy_(torch.randn(max_tokens, H, DQK, generator=gen,
+                                device="cuda").bfloat16())
+            out.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            status = int(work[pinfo.status_offset:pinfo.status_offset + 4]
+                         .cpu().view(torch.int32)[0])
+            batch = {"fmt": fmt, "q": q, "kv": kv, "scale": scale,
+                     "qo": qo_host[:B + 1], "kv_rows": kv_host[:B + 1]}
+            ref_out, ref_lse = reference(batch, info.sm_scale)
+            rows = token_rows(batch, range(B))
+            rel, excess = errors(out, lse, ref_out, ref_lse, rows)
+            ok = status == 0 and rel <= TOLERANCE[fmt] and excess <= 0
+            results.append({"artifact": name, "step": step, "B": B,
+                            "q_len": n_q, "status": status, "rel_err": rel,
+                            "pass": ok})
+            log(f"device plan {name:10s} step {step}: B={B} q_len={n_q} "
+                f"status={status} rel_err={rel:.3e} "
+                f"{'PASS' if ok else 'FAIL'}")
+        del graph
+        rt.destroy_plan(plan)
+    return results
+
+
 SHAPES = [(b, kv, 16, 1) for b in (4, 32, 64, 256) for kv in (1024, 8192)] + \
     [(64, 8192, 128, 1), (64, 8192, 16, 4)]
 
@@ -500,6 +574,7 @@ def main():
     results = {"bandwidth": bandwidth}
     if not args.skip_check:
         results["checks"] = check_artifacts(rt, artifacts, log)
+        results["checks"] += check_device_plan(rt, artifacts, log)
     if not args.skip_timing:
         formats, shapes = args.formats.split(","), SHAPES
         if args.only:

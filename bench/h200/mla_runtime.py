@@ -86,6 +86,19 @@ class Runtime:
                    "mla_plan_get_work_list")
         return plan, info, bytes(work)
 
+    def device_plan(self, kernel, max_seqs, max_tokens, max_kv):
+        """A device plan (planned on the GPU by every launch); returns (plan,
+        info)."""
+        plan = C.c_void_p()
+        self.check(self.lib.mla_plan_create_device(kernel, max_seqs,
+                                                   max_tokens, max_kv,
+                                                   C.byref(plan)),
+                   "mla_plan_create_device")
+        info = PlanInfo()
+        self.check(self.lib.mla_plan_get_info(plan, C.byref(info)),
+                   "mla_plan_get_info")
+        return plan, info
+
     def launch(self, kernel, plan, args, stream):
         self.check(self.lib.mla_launch(kernel, plan, C.byref(args),
                                        C.c_void_p(stream)), "mla_launch")
