@@ -22,11 +22,15 @@ if command -v ptxas > /dev/null; then
 fi
 # NCU=FORMAT:B:KV:H:Q_LEN: the partial kernel of that one shape under
 # Nsight Compute (DRAM throughput and bytes; the clocks left alone).
+# NCU_SECTIONS="WarpStateStats Occupancy ..." adds those sections (stall
+# reasons, occupancy) for one launch.
 profile=()
 if [ -n "${NCU:-}" ]; then
-  profile=(ncu --clock-control none --metrics
-    dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,gpu__time_duration.sum
-    -k regex:mla_partial_decode -c 3)
+  what=(--metrics dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,gpu__time_duration.sum -c 3)
+  if [ -n "${NCU_SECTIONS:-}" ]; then
+    what=(-c 1); for s in $NCU_SECTIONS; do what+=(--section "$s"); done
+  fi
+  profile=(ncu --clock-control none "${what[@]}" -k regex:mla_partial_decode)
   set -- --skip-check --launches 5 --only "$NCU" "$@"
 fi
 PYTHONUNBUFFERED=1 "${profile[@]}" python3 "$root/bench/h200/bench.py" \

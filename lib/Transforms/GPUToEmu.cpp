@@ -26,6 +26,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -148,7 +149,7 @@ LogicalResult LaneFunctionBuilder::announceLdsAccess(Operation *op) {
     // Views are not accesses; the DMA and transposed loads are wave
     // operations the runtime checks itself.
     if (touchesLds && !isa<ViewLikeOpInterface, amdgpu::GatherToLDSOp,
-                           amdgpu::TransposeLoadOp,
+                           amdgpu::TransposeLoadOp, nvgpu::LdMatrixOp,
                            memref::ExtractStridedMetadataOp,
                            memref::ExtractAlignedPointerAsIndexOp>(op))
       return op->emitOpError(
@@ -264,6 +265,30 @@ LogicalResult LaneFunctionBuilder::run() {
           b, loc, VectorType::get({8}, b.getI8Type()), trBuf, ValueRange{c0});
       op->getResult(0).replaceAllUsesWith(
           vector::BitCastOp::create(b, loc, vt, bytes));
+    } else if (auto ldm = dyn_cast<nvgpu::LdMatrixOp>(op)) {
+      // sm_90a ldmatrix: 1, 2 or 4 8 x 8 matrices of 16-bit elements.
+      auto vt = cast<VectorType>(ldm.getType());
+      if (vt.getElementTypeBitWidth() != 16 || vt.getRank() != 2 ||
+          vt.getDimSize(1) != 2)
+        return op->emitOpError("emu: only ldmatrix of 16-bit 8 x 8 matrices "
+                               "is modelled");
+      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+      call(loc, "mla_emu_ldmatrix", {},
+           {ctx, address(loc, ldm.getSrcMemref(), ldm.getIndices()),
+            arith::ConstantOp::create(b, loc,
+                                      b.getI64IntegerAttr(ldm.getNumTiles())),
+            arith::ConstantOp::create(b, loc,
+                                      b.getI64IntegerAttr(ldm.getTranspose())),
+            address(loc, cBuf, {c0})});
+      Value bytes = vector::LoadOp::create(
+          b, loc, VectorType::get({4 * vt.getDimSize(0)}, b.getI8Type()), cBuf,
+          ValueRange{c0});
+      op->getResult(0).replaceAllUsesWith(vector::ShapeCastOp::create(
+          b, loc, vt,
+          vector::BitCastOp::create(
+              b, loc,
+              VectorType::get({2 * vt.getDimSize(0)}, vt.getElementType()),
+              bytes)));
     } else if (auto ext = dyn_cast<amdgpu::ScaledExtPackedOp>(op)) {
       // Two E2M1 values of byte `index` of a 32-bit word, times the f32
       // scale, as the chip's v_cvt_scalef32_pk_*_fp4 computes them.

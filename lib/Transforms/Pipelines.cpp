@@ -8,6 +8,7 @@
 #include "mla/Transforms/Passes.h"
 #include "mla/Target/KnownTargets.h"
 
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -161,6 +162,8 @@ void mla::buildDecodeToSM90aPipeline(OpPassManager &pm,
   device.addPass(createSCFToControlFlowPass());
   // f32 math to the NVPTX instructions: upstream would call libdevice.
   device.addPass(createMLALowerMathToNVVMPass());
+  // ldmatrix (nvgpu) to nvvm.ldmatrix on shared-memory pointers.
+  device.addPass(createConvertNVGPUToNVVMPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
   device.addPass(createReconcileUnrealizedCastsPass());
 }

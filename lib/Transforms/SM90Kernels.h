@@ -101,6 +101,12 @@ private:
   /// Two bf16 of shared memory at [row, col], [row, col + 1] as an i32.
   mlir::Value loadPair(mlir::OpBuilder &b, mlir::Value mem, mlir::Value row,
                        mlir::Value col);
+  /// `tiles` 8 x 8 bf16 matrices of shared memory by ldmatrix (lane 8 i + r
+  /// names row r of matrix i at [row, col]), one i32 per matrix.
+  llvm::SmallVector<mlir::Value> loadMatrices(mlir::OpBuilder &b,
+                                              mlir::Value mem, mlir::Value row,
+                                              mlir::Value col, int64_t tiles,
+                                              bool transpose);
   /// D = A · B + C for one m16n8k16 bf16 fragment (4 + 2 i32, 4 f32).
   llvm::SmallVector<mlir::Value> mma(mlir::OpBuilder &b,
                                      llvm::ArrayRef<mlir::Value> a,

@@ -123,7 +123,7 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
   SmallVector<Type> shared = {
       ldsType({kRows, plan.rowStride()}, bf16),
       ldsType({tile, plan.rowStride()}, bf16),
-      ldsType({plan.warpsPerScoreBlock(), kRows, tile}, f32),
+      ldsType({plan.scoreParts(), kRows, tile}, f32),
       ldsType({kRows, tile}, bf16), ldsType({kRows}, f32)};
   auto func = gpu::GPUFuncOp::create(mb, loc, name,
                                      FunctionType::get(ctx, types, {}),

@@ -7,9 +7,10 @@
 // 2 t, 2 t + 1 and 2 t + 8, 2 t + 9; of the 16 x 8 accumulator, rows g and
 // g + 8 at columns 2 t, 2 t + 1.
 //
-// QK: A = the block's 16 Q rows, B = Kᵀ: n-blocks of 8 tile rows, each
-// scored by kWarps / (kv_tile / 8) warps that split Dqk's k-steps and add
-// their partials through shared memory. PV: A = P (16 x kv_tile, bf16),
+// QK: A = the block's 16 Q rows, B = Kᵀ: each warp scores 16 tile rows (two
+// n-blocks of 8, one Q fragment for both) over its share of Dqk's k-steps;
+// the kWarps / (kv_tile / 16) warps of those rows add their partials
+// through shared memory. PV: A = P (16 x kv_tile, bf16),
 // B = the tile's first Dv columns: each warp owns Dv n-blocks w, w + 8, ...
 //
 //===----------------------------------------------------------------------===//
@@ -18,6 +19,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -44,6 +46,20 @@ Value SM90PartialKernel::loadPair(OpBuilder &b, Value mem, Value row,
   return packPair(b, loc, pair);
 }
 
+SmallVector<Value> SM90PartialKernel::loadMatrices(OpBuilder &b, Value mem,
+                                                   Value row, Value col,
+                                                   int64_t tiles,
+                                                   bool transpose) {
+  auto type = VectorType::get({tiles, 2}, b.getBF16Type());
+  Value m = nvgpu::LdMatrixOp::create(b, loc, type, mem, ValueRange{row, col},
+                                      transpose, tiles);
+  SmallVector<Value> regs;
+  for (int64_t i = 0; i < tiles; ++i)
+    regs.push_back(packPair(
+        b, loc, vector::ExtractOp::create(b, loc, m, ArrayRef<int64_t>{i})));
+  return regs;
+}
+
 SmallVector<Value> SM90PartialKernel::mma(OpBuilder &b, ArrayRef<Value> a,
                                           ArrayRef<Value> bFrag,
                                           ArrayRef<Value> c) {
@@ -66,34 +82,49 @@ SmallVector<Value> SM90PartialKernel::mma(OpBuilder &b, ArrayRef<Value> a,
 void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
   KernelBuilder k{b, loc};
   Value g = thread.group, t2 = k.mul(thread.pair, k.idx(2));
-  int64_t parts = plan.warpsPerScoreBlock();
-  Value block = k.rem(thread.warp, k.idx(plan.scoreBlocks()));
-  Value part = k.div(thread.warp, k.idx(plan.scoreBlocks()));
-  Value tileRow = k.add(k.mul(block, k.idx(8)), g);
+  int64_t parts = plan.scoreParts();
+  Value group = k.rem(thread.warp, k.idx(plan.scoreGroups()));
+  Value part = k.div(thread.warp, k.idx(plan.scoreGroups()));
+  Value firstRow = k.mul(group, k.idx(SM90KernelPlan::kScoreRowsPerWarp));
   Value g8 = k.add(g, k.idx(8));
-  SmallVector<Value> zeros(4, k.f32(0.0));
+  Value c2 = k.idx(2);
+  Value matrix = k.div(k.rem(thread.tid, k.idx(32)), k.idx(8));
+  Value r8 = k.rem(thread.tid, k.idx(8));
+  // Two n-blocks' accumulators: one Q fragment per k-step feeds both.
+  SmallVector<Value> zeros(8, k.f32(0.0));
   auto loop = scf::ForOp::create(
       b, loc, part, k.idx(plan.kSteps()), k.idx(parts), zeros,
       [&](OpBuilder &lb, Location, Value step, ValueRange c) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(lb.getInsertionBlock());
-        Value d = k.add(k.mul(step, k.idx(16)), t2);
-        Value d8 = k.add(d, k.idx(8));
-        SmallVector<Value> a = {loadPair(b, smem.q, g, d),
-                                loadPair(b, smem.q, g8, d),
-                                loadPair(b, smem.q, g, d8),
-                                loadPair(b, smem.q, g8, d8)};
-        SmallVector<Value> kFrag = {loadPair(b, smem.tile, tileRow, d),
-                                    loadPair(b, smem.tile, tileRow, d8)};
-        scf::YieldOp::create(b, loc, mma(b, a, kFrag, llvm::to_vector(c)));
+        // ldmatrix.x4: lane 8 i + r names row r of 8 x 8 matrix i. Q's are
+        // (rows 0-7 | 8-15) x (columns 0-7 | 8-15) of the k-step: a0..a3;
+        // K's the two n-blocks' b0, b1 (rows of K are columns of Kᵀ).
+        Value d = k.mul(step, k.idx(16));
+        Value qRow = k.add(k.mul(k.rem(matrix, c2), k.idx(8)), r8);
+        Value qCol = k.add(d, k.mul(k.div(matrix, c2), k.idx(8)));
+        SmallVector<Value> a = loadMatrices(b, smem.q, qRow, qCol, 4, false);
+        Value kRow = k.add(firstRow,
+                           k.add(k.mul(k.div(matrix, c2), k.idx(8)), r8));
+        Value kCol = k.add(d, k.mul(k.rem(matrix, c2), k.idx(8)));
+        SmallVector<Value> kFrags =
+            loadMatrices(b, smem.tile, kRow, kCol, 4, false);
+        SmallVector<Value> next;
+        for (int64_t n = 0; n < 2; ++n)
+          llvm::append_range(
+              next, mma(b, a, {kFrags[2 * n], kFrags[2 * n + 1]},
+                        llvm::to_vector(c.slice(4 * n, 4))));
+        scf::YieldOp::create(b, loc, next);
       });
-  Value col = k.add(k.mul(block, k.idx(8)), t2);
-  Value col1 = k.add(col, c1);
   Value rows[] = {g, g, g8, g8};
-  Value cols[] = {col, col1, col, col1};
-  for (int64_t i = 0; i < 4; ++i)
-    memref::StoreOp::create(b, loc, loop.getResult(i), smem.partialScores,
-                            ValueRange{part, rows[i], cols[i]});
+  for (int64_t n = 0; n < 2; ++n) {
+    Value col = k.add(k.add(firstRow, k.idx(8 * n)), t2);
+    Value cols[] = {col, k.add(col, c1), col, k.add(col, c1)};
+    for (int64_t i = 0; i < 4; ++i)
+      memref::StoreOp::create(b, loc, loop.getResult(4 * n + i),
+                              smem.partialScores,
+                              ValueRange{part, rows[i], cols[i]});
+  }
 }
 
 SmallVector<Value> SM90PartialKernel::emitScores(OpBuilder &b,
@@ -106,7 +137,7 @@ SmallVector<Value> SM90PartialKernel::emitScores(OpBuilder &b,
   for (int64_t j = 0; j < plan.tileRowsPerLane(); ++j) {
     Value col = k.add(thread.lane, k.idx(kLanes * j));
     Value sum = k.load(smem.partialScores, {c0, thread.row, col});
-    for (int64_t part = 1; part < plan.warpsPerScoreBlock(); ++part)
+    for (int64_t part = 1; part < plan.scoreParts(); ++part)
       sum = k.fadd(sum,
                    k.load(smem.partialScores, {k.idx(part), thread.row, col}));
     Value visible = k.lessThan(k.add(tileStart, col), end);
@@ -127,27 +158,38 @@ SmallVector<Value> SM90PartialKernel::emitOutputMma(OpBuilder &b,
   SmallVector<Value> next;
   for (auto [i, a] : llvm::enumerate(acc))
     next.push_back(k.fmul(a, (i % 4) < 2 ? factorG : factorG8));
+  // ldmatrix roles: lane 8 i + r names row r of matrix i.
+  Value matrix = k.div(k.rem(thread.tid, k.idx(32)), k.idx(8));
+  Value r8 = k.rem(thread.tid, k.idx(8));
+  Value c2 = k.idx(2);
+  int64_t perWarp = plan.outputBlocksPerWarp();
   for (int64_t kk = 0; kk < tile / 16; ++kk) {
-    Value p0 = k.add(t2, k.idx(16 * kk)), p8 = k.add(p0, k.idx(8));
-    SmallVector<Value> a = {
-        loadPair(b, smem.p, g, p0), loadPair(b, smem.p, g8, p0),
-        loadPair(b, smem.p, g, p8), loadPair(b, smem.p, g8, p8)};
-    for (int64_t j = 0; j < plan.outputBlocksPerWarp(); ++j) {
-      // Column g of the warp's j-th n-block (blocks past Dv read its last
-      // column; their results are not stored).
-      Value block = k.add(thread.warp, k.idx(kWarps * j));
-      Value col = k.minS(k.add(k.mul(block, k.idx(8)), g), k.idx(vDim - 1));
-      auto pair = [&](Value row) {
-        Value lo = k.load(smem.tile, {row, col});
-        Value hi = k.load(smem.tile, {k.add(row, c1), col});
-        Value v = vector::FromElementsOp::create(
-            b, loc, VectorType::get({2}, bf16), ValueRange{lo, hi});
-        return packPair(b, loc, v);
-      };
-      SmallVector<Value> vFrag = {pair(p0), pair(p8)};
-      SmallVector<Value> c(next.begin() + 4 * j, next.begin() + 4 * j + 4);
-      SmallVector<Value> d = mma(b, a, vFrag, c);
-      std::copy(d.begin(), d.end(), next.begin() + 4 * j);
+    // P's A fragment: (rows 0-7 | 8-15) x (columns 0-7 | 8-15) of the step.
+    Value pRow = k.add(k.mul(k.rem(matrix, c2), k.idx(8)), r8);
+    Value pCol =
+        k.add(k.idx(16 * kk), k.mul(k.div(matrix, c2), k.idx(8)));
+    SmallVector<Value> a = loadMatrices(b, smem.p, pRow, pCol, 4, false);
+    // V's B fragments, transposed out of the row-major tile: matrices
+    // (rows 0-7 | 8-15) of the step x the 8 columns of an n-block, two
+    // n-blocks per load (blocks past Dv read the last one; their results
+    // are not stored).
+    Value vRow = k.add(k.idx(16 * kk), k.add(k.mul(k.rem(matrix, c2),
+                                                   k.idx(8)), r8));
+    for (int64_t j = 0; j < perWarp; j += 2) {
+      int64_t blocks = std::min<int64_t>(2, perWarp - j);
+      Value which = blocks == 2 ? k.div(matrix, c2) : c0;
+      Value block = k.minS(
+          k.add(thread.warp, k.mul(k.add(k.idx(j), which), k.idx(kWarps))),
+          k.idx(plan.outputBlocks() - 1));
+      SmallVector<Value> vFrags = loadMatrices(
+          b, smem.tile, vRow, k.mul(block, k.idx(8)), 2 * blocks, true);
+      for (int64_t n = 0; n < blocks; ++n) {
+        SmallVector<Value> c(next.begin() + 4 * (j + n),
+                             next.begin() + 4 * (j + n) + 4);
+        SmallVector<Value> d =
+            mma(b, a, {vFrags[2 * n], vFrags[2 * n + 1]}, c);
+        std::copy(d.begin(), d.end(), next.begin() + 4 * (j + n));
+      }
     }
   }
   return next;

@@ -53,11 +53,12 @@ public:
     int64_t words = s.qkDim / 2;
     return 2 * (words + (4 - words % 32 + 32) % 32);
   }
-  /// QK: the tile's rows in n-blocks of 8 (mma.sync m16n8k16); the warps of
-  /// an n-block split Dqk's 16-column k-steps and add their partial scores
-  /// through shared memory.
-  int64_t scoreBlocks() const { return s.kvTile / 8; }
-  int64_t warpsPerScoreBlock() const { return kWarps / scoreBlocks(); }
+  /// QK: each warp scores 16 tile rows (two mma n-blocks of 8) over a share
+  /// of Dqk's 16-column k-steps, so that one Q fragment feeds two mmas; the
+  /// warps of a 16-row group add their partial scores through shared memory.
+  static constexpr int64_t kScoreRowsPerWarp = 16;
+  int64_t scoreGroups() const { return s.kvTile / kScoreRowsPerWarp; }
+  int64_t scoreParts() const { return kWarps / scoreGroups(); }
   int64_t kSteps() const { return s.qkDim / 16; }
   /// PV: Dv in n-blocks of 8, dealt to the warps round robin.
   int64_t outputBlocks() const { return s.vDim / 8; }
@@ -71,7 +72,7 @@ public:
   int64_t qBytes() const { return kRows * rowStride() * 2; }
   int64_t tileBytes() const { return s.kvTile * rowStride() * 2; }
   int64_t partialScoreBytes() const {
-    return warpsPerScoreBlock() * kRows * s.kvTile * 4;
+    return scoreParts() * kRows * s.kvTile * 4;
   }
   int64_t pBytes() const { return kRows * s.kvTile * 2; }
   int64_t factorBytes() const { return kRows * 4; }

@@ -319,7 +319,7 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
     "mlir::amdgpu::AMDGPUDialect", "mlir::arith::ArithDialect",
     "mlir::gpu::GPUDialect", "mlir::math::MathDialect",
     "mlir::memref::MemRefDialect", "mlir::NVVM::NVVMDialect",
-    "mlir::ROCDL::ROCDLDialect",
+    "mlir::nvgpu::NVGPUDialect", "mlir::ROCDL::ROCDLDialect",
     "mlir::scf::SCFDialect", "mlir::vector::VectorDialect"
   ];
 }

@@ -49,7 +49,7 @@ using namespace mla::emu;
 namespace {
 constexpr size_t kStackBytes = 512 * 1024;
 
-enum class WaveOp { None, Mfma, Shuffle, Gather, Wait, TransposeLoad };
+enum class WaveOp { None, Mfma, Shuffle, Gather, Wait, TransposeLoad, LdMatrix };
 
 const char *waveOpName(WaveOp op) {
   switch (op) {
@@ -65,6 +65,8 @@ const char *waveOpName(WaveOp op) {
     return "amdgpu.memory_counter_wait";
   case WaveOp::TransposeLoad:
     return "amdgpu.transpose_load";
+  case WaveOp::LdMatrix:
+    return "nvgpu.ldmatrix";
   }
   return "?";
 }
@@ -135,6 +137,9 @@ struct WaveSlot {
   int64_t elementBits = 0; // transpose_load
   int64_t outstanding = 0; // memory_counter_wait: DMAs that may stay
   std::array<std::array<uint8_t, 8>, kWaveLanes> transposed; // transpose_load
+  std::array<std::array<uint8_t, 16>, kWaveLanes> matrices;  // ldmatrix
+  int64_t tiles = 0;
+  bool transpose = false;
   std::deque<PendingDma> dmas; // in flight, oldest first
 };
 
@@ -526,6 +531,44 @@ static void mla_emu_transpose_load(int64_t ctx, int64_t address,
   std::memcpy(reinterpret_cast<void *>(result), slot.transposed[l].data(), 8);
 }
 
+/// sm_90a ldmatrix.x{1,2,4}[.trans] of b16 matrices, per 32-lane warp:
+/// lane 8 i + r names the 16 bytes of row r of matrix i; lane l receives,
+/// of each matrix, row l / 4 at columns 2 (l % 4) and 2 (l % 4) + 1 — with
+/// .trans, column l / 4 at rows 2 (l % 4) and 2 (l % 4) + 1.
+static void mla_emu_ldmatrix(int64_t ctx, int64_t address, int64_t tiles,
+                             int64_t transpose, int64_t result) {
+  Lane &lane = laneOf(ctx);
+  int l = lane.id % kWaveLanes;
+  bool names = l % 32 < 8 * tiles;
+  if (names) {
+    int64_t offset = ldsOffset(lane, address, 16, "an ldmatrix row");
+    if (offset % 16 != 0)
+      fail(lane, "nvgpu.ldmatrix row at shared byte " +
+                     std::to_string(offset) + " in " + workgroupName(*lane.wg) +
+                     ": rows must be 16-byte aligned");
+    ldsAccess(ctx, address, 16, /*isWrite=*/false);
+  }
+  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
+  slot.src[l] = names ? address : 0;
+  slot.tiles = tiles;
+  slot.transpose = transpose != 0;
+  rendezvous(lane, WaveOp::LdMatrix, [](WaveSlot &s) {
+    for (int L = 0; L < kWaveLanes; ++L) {
+      int warp = L & ~31, w = L & 31;
+      for (int64_t i = 0; i < s.tiles; ++i)
+        for (int e = 0; e < 2; ++e) {
+          int row = s.transpose ? 2 * (w % 4) + e : w / 4;
+          int col = s.transpose ? w / 4 : 2 * (w % 4) + e;
+          std::memcpy(s.matrices[L].data() + 4 * i + 2 * e,
+                      reinterpret_cast<const uint8_t *>(
+                          s.src[warp + 8 * i + row]) + 2 * col, 2);
+        }
+    }
+  });
+  std::memcpy(reinterpret_cast<void *>(result), slot.matrices[l].data(),
+              4 * tiles);
+}
+
 static void mla_emu_lds_read(int64_t ctx, int64_t address, int64_t bytes) {
   ldsAccess(ctx, address, bytes, /*isWrite=*/false);
 }
@@ -616,6 +659,7 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
       {"mla_emu_lds_read", reinterpret_cast<void *>(&mla_emu_lds_read)},
       {"mla_emu_transpose_load",
        reinterpret_cast<void *>(&mla_emu_transpose_load)},
+      {"mla_emu_ldmatrix", reinterpret_cast<void *>(&mla_emu_ldmatrix)},
       {"mla_emu_lds_write", reinterpret_cast<void *>(&mla_emu_lds_write)},
       {"mla_emu_mfma_16x16x128_fp8",
        reinterpret_cast<void *>(&mla_emu_mfma_16x16x128_fp8)},
