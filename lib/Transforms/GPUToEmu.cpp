@@ -432,15 +432,28 @@ LogicalResult LaneFunctionBuilder::run() {
           })))
         return failure();
     } else if (auto mma = dyn_cast<NVVM::MmaOp>(op)) {
-      // sm_90a: mma.sync m16n8k16 bf16 (4 + 2 i32 registers, 4 f32).
+      // sm_90a: mma.sync m16n8k16 bf16 or f16 (4 + 2 i32 registers, 4 f32).
       NVVM::MMAShapeAttr shape = mma.getShape();
+      auto type = mma.getMultiplicandAPtxType();
       if (shape.getM() != 16 || shape.getN() != 8 || shape.getK() != 16 ||
-          mma.getMultiplicandAPtxType() != NVVM::MMATypes::bf16 ||
+          (type != NVVM::MMATypes::bf16 && type != NVVM::MMATypes::f16) ||
+          mma.getMultiplicandBPtxType() != type ||
           mma.getOperandA().size() != 4 || mma.getOperandB().size() != 2 ||
           mma.getOperandC().size() != 4)
-        return op->emitOpError("emu: only bf16 mma.sync m16n8k16 is modelled");
+        return op->emitOpError("emu: only bf16 and f16 mma.sync m16n8k16 are modelled");
       Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-      auto store = [&](ValueRange regs, Value buffer) {
+      auto store = [&](ValueRange operands, Value buffer) {
+        // f16 pairs (vector<2xf16>) travel as the i32 registers they are.
+        SmallVector<Value> regs;
+        for (Value r : operands) {
+          if (isa<VectorType>(r.getType()))
+            r = vector::ExtractOp::create(
+                b, loc,
+                vector::BitCastOp::create(
+                    b, loc, VectorType::get({1}, b.getI32Type()), r),
+                ArrayRef<int64_t>{0});
+          regs.push_back(r);
+        }
         auto vt = VectorType::get({int64_t(regs.size())}, regs[0].getType());
         Value v = vector::FromElementsOp::create(b, loc, vt, regs);
         auto bytes = VectorType::get({4 * int64_t(regs.size())}, b.getI8Type());
@@ -451,9 +464,11 @@ LogicalResult LaneFunctionBuilder::run() {
       store(mma.getOperandA(), aBuf);
       store(mma.getOperandB(), bBuf);
       store(mma.getOperandC(), cBuf);
-      call(loc, "mla_emu_mma_sync_16x8x16_bf16", {},
+      call(loc, "mla_emu_mma_sync_16x8x16", {},
            {ctx, address(loc, aBuf, {c0}), address(loc, bBuf, {c0}),
-            address(loc, cBuf, {c0}), address(loc, dBuf, {c0})});
+            address(loc, cBuf, {c0}), address(loc, dBuf, {c0}),
+            arith::ConstantOp::create(
+                b, loc, b.getI64IntegerAttr(type == NVVM::MMATypes::f16))});
       auto i8x16 = VectorType::get({16}, b.getI8Type());
       Value d = vector::BitCastOp::create(
           b, loc, VectorType::get({4}, f32),

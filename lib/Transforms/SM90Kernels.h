@@ -98,6 +98,13 @@ private:
                         mlir::Value direct);
   /// The row's factor into shared memory (the row's first thread).
   void storeRowFactor(mlir::OpBuilder &b, mlir::Value factor);
+  /// The tensor-core operands' element type: f16 for fp8 caches (e4m3 is
+  /// exact in f16, one conversion per pair; Q is scaled per row into f16's
+  /// range), bf16 otherwise.
+  mlir::Type operandType(mlir::Builder &b) const;
+  /// fp8: Q per row times a power of two that brings its largest magnitude
+  /// into [2^14, 2^15), as f16; the row's scores undo it.
+  void emitScaledQLoad(mlir::OpBuilder &b);
   /// Two bf16 of shared memory at [row, col], [row, col + 1] as an i32.
   mlir::Value loadPair(mlir::OpBuilder &b, mlir::Value mem, mlir::Value row,
                        mlir::Value col);
@@ -145,6 +152,8 @@ private:
     mlir::Value warp, group, pair;
   } thread;
   mlir::Value c0, c1, scoreScale, outScale, negInf;
+  /// The thread's row's score scale (scoreScale, over fp8's Q row scale).
+  mlir::Value rowScoreScale;
 };
 
 } // namespace mla

@@ -119,12 +119,12 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
   MLIRContext *ctx = op.getContext();
   Builder b(ctx);
   SmallVector<Type> types = argTypes(b);
-  Type bf16 = b.getBF16Type(), f32 = b.getF32Type();
+  Type f32 = b.getF32Type(), operand = operandType(b);
   SmallVector<Type> shared = {
-      ldsType({kRows, plan.rowStride()}, bf16),
-      ldsType({tile, plan.rowStride()}, bf16),
+      ldsType({kRows, plan.rowStride()}, operand),
+      ldsType({tile, plan.rowStride()}, operand),
       ldsType({plan.scoreParts(), kRows, tile}, f32),
-      ldsType({kRows, tile}, bf16), ldsType({kRows}, f32)};
+      ldsType({kRows, tile}, operand), ldsType({kRows}, f32)};
   auto func = gpu::GPUFuncOp::create(mb, loc, name,
                                      FunctionType::get(ctx, types, {}),
                                      shared, TypeRange{});
@@ -202,7 +202,11 @@ void SM90PartialKernel::emitUnit(OpBuilder &b, Value unit) {
   Value blockHasRows = emitWorkAssignment(b, unit);
   // Uniform over the block: every thread reaches the same barriers.
   ifThen(b, loc, blockHasRows, [&] {
-    emitQLoad(b);
+    rowScoreScale = scoreScale;
+    if (format == CacheFormat::FP8)
+      emitScaledQLoad(b);
+    else
+      emitQLoad(b);
     scf::ForOp loop = emitKVLoop(b);
     emitEpilogue(b, loop);
     // The next unit overwrites Q and the tile that others may still read.
@@ -271,6 +275,71 @@ void SM90PartialKernel::emitQLoad(OpBuilder &b) {
           });
 }
 
+Type SM90PartialKernel::operandType(Builder &b) const {
+  return format == CacheFormat::FP8 ? Type(b.getF16Type())
+                                    : Type(b.getBF16Type());
+}
+
+void SM90PartialKernel::emitScaledQLoad(OpBuilder &b) {
+  KernelBuilder k{b, loc};
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  // The thread's row's columns lane, lane + 16, ...: their largest |q|.
+  auto rowColumns = [&](ValueRange init,
+                        llvm::function_ref<Value(Value, Value, ValueRange)>
+                            body) {
+    return scf::ForOp::create(
+        b, loc, thread.lane, k.idx(qkDim), k.idx(kLanes), init,
+        [&](OpBuilder &lb, Location, Value d, ValueRange carried) {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(lb.getInsertionBlock());
+          Value q = arith::ExtFOp::create(
+              b, loc, f32, k.load(args.q, {thread.tokenRow, thread.head, d}));
+          Value next = body(q, d, carried);
+          scf::YieldOp::create(b, loc,
+                               next ? ValueRange{next} : ValueRange{});
+        });
+  };
+  // The largest |q| of the row, as f32 bits without the sign (ordered as
+  // the magnitudes are), over the row's 16 threads.
+  auto maxLoop =
+      rowColumns({i32Const(b, loc, 0)}, [&](Value q, Value, ValueRange c) {
+        Value bits = arith::AndIOp::create(
+            b, loc, arith::BitcastOp::create(b, loc, i32, q),
+            i32Const(b, loc, 0x7fffffff));
+        return arith::MaxUIOp::create(b, loc, c[0], bits).getResult();
+      });
+  Value rowMax = maxLoop.getResult(0);
+  Value width = i32Const(b, loc, 32);
+  for (int64_t offset = 1; offset < kLanes; offset *= 2) {
+    // Shuffled as f32 (the bits travel unchanged), compared as integers.
+    Value other = gpu::ShuffleOp::create(
+                      b, loc, arith::BitcastOp::create(b, loc, f32, rowMax),
+                      i32Const(b, loc, offset), width, gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    rowMax = arith::MaxUIOp::create(
+        b, loc, rowMax, arith::BitcastOp::create(b, loc, i32, other));
+  }
+  // 2^(141 - e) for the max's biased exponent e, as f32 bits 141 - e + 127
+  // clamped to [1, 253] (a zero row: any scale; its inverse stays finite).
+  Value exponent =
+      arith::ShRUIOp::create(b, loc, rowMax, i32Const(b, loc, 23));
+  Value field = arith::SubIOp::create(b, loc, i32Const(b, loc, 268), exponent);
+  field = arith::MaxSIOp::create(b, loc, field, i32Const(b, loc, 1));
+  field = arith::MinSIOp::create(b, loc, field, i32Const(b, loc, 253));
+  auto power = [&](Value f) {
+    return arith::BitcastOp::create(
+        b, loc, f32, arith::ShLIOp::create(b, loc, f, i32Const(b, loc, 23)));
+  };
+  Value scale = power(field);
+  Value inverse = power(arith::SubIOp::create(b, loc, i32Const(b, loc, 254), field));
+  rowScoreScale = k.fmul(scoreScale, inverse);
+  rowColumns({}, [&](Value q, Value d, ValueRange) {
+    Value v = arith::TruncFOp::create(b, loc, b.getF16Type(), k.fmul(q, scale));
+    memref::StoreOp::create(b, loc, v, smem.q, ValueRange{thread.row, d});
+    return Value();
+  });
+}
+
 scf::ForOp SM90PartialKernel::emitKVLoop(OpBuilder &b) {
   KernelBuilder k{b, loc};
   SmallVector<Value> init = {negInf, k.f32(0.0)};
@@ -330,8 +399,8 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
         b, loc, arith::SubFOp::create(b, loc, scores[j], shift));
     tileSum = k.fadd(tileSum, p);
     Value col = k.add(thread.lane, k.idx(kLanes * j));
-    Value pBf16 = arith::TruncFOp::create(b, loc, b.getBF16Type(), p);
-    memref::StoreOp::create(b, loc, pBf16, smem.p,
+    Value narrow = arith::TruncFOp::create(b, loc, operandType(b), p);
+    memref::StoreOp::create(b, loc, narrow, smem.p,
                             ValueRange{thread.row, col});
   }
   Value rescale = math::Exp2Op::create(

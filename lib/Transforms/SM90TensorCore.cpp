@@ -29,9 +29,11 @@ namespace {
 constexpr int64_t kLanes = SM90KernelPlan::kLanesPerRow;
 constexpr int64_t kWarps = SM90KernelPlan::kWarps;
 
-/// Two bf16 values as the i32 an mma fragment register holds (the first in
-/// the low half).
+/// Two operand values as an mma fragment register: bf16 pairs as an i32 (the
+/// first in the low half), f16 pairs as they are (nvvm.mma.sync's types).
 Value packPair(OpBuilder &b, Location loc, Value pair) {
+  if (cast<VectorType>(pair.getType()).getElementType().isF16())
+    return pair;
   auto asI32 = vector::BitCastOp::create(
       b, loc, VectorType::get({1}, b.getI32Type()), pair);
   return vector::ExtractOp::create(b, loc, asI32, ArrayRef<int64_t>{0});
@@ -40,7 +42,7 @@ Value packPair(OpBuilder &b, Location loc, Value pair) {
 
 Value SM90PartialKernel::loadPair(OpBuilder &b, Value mem, Value row,
                                   Value col) {
-  auto type = VectorType::get({2}, b.getBF16Type());
+  auto type = VectorType::get({2}, operandType(b));
   Value pair = vector::LoadOp::create(b, loc, type, mem, ValueRange{row, col},
                                       /*nontemporal=*/false, llvm::Align(4));
   return packPair(b, loc, pair);
@@ -50,7 +52,7 @@ SmallVector<Value> SM90PartialKernel::loadMatrices(OpBuilder &b, Value mem,
                                                    Value row, Value col,
                                                    int64_t tiles,
                                                    bool transpose) {
-  auto type = VectorType::get({tiles, 2}, b.getBF16Type());
+  auto type = VectorType::get({tiles, 2}, operandType(b));
   Value m = nvgpu::LdMatrixOp::create(b, loc, type, mem, ValueRange{row, col},
                                       transpose, tiles);
   SmallVector<Value> regs;
@@ -64,13 +66,14 @@ SmallVector<Value> SM90PartialKernel::mma(OpBuilder &b, ArrayRef<Value> a,
                                           ArrayRef<Value> bFrag,
                                           ArrayRef<Value> c) {
   Type f32 = b.getF32Type();
+  NVVM::MMATypes operands = format == CacheFormat::FP8 ? NVVM::MMATypes::f16
+                                                       : NVVM::MMATypes::bf16;
   auto result = LLVM::LLVMStructType::getLiteral(b.getContext(),
                                                  {f32, f32, f32, f32});
   Value d = NVVM::MmaOp::create(
       b, loc, result, a, bFrag, c, ArrayRef<int64_t>{16, 8, 16},
       std::nullopt, std::nullopt,
-      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                    NVVM::MMATypes::bf16},
+      std::array<NVVM::MMATypes, 2>{operands, operands},
       std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                      NVVM::MMALayout::col});
   SmallVector<Value> out;
@@ -142,7 +145,7 @@ SmallVector<Value> SM90PartialKernel::emitScores(OpBuilder &b,
                    k.load(smem.partialScores, {k.idx(part), thread.row, col}));
     Value visible = k.lessThan(k.add(tileStart, col), end);
     scores.push_back(arith::SelectOp::create(b, loc, visible,
-                                             k.fmul(sum, scoreScale), negInf));
+                                             k.fmul(sum, rowScoreScale), negInf));
   }
   return scores;
 }

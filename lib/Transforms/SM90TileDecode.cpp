@@ -64,9 +64,9 @@ struct Bits {
   }
 };
 
-/// 16 e4m3 codes as f32 by the hardware's pairwise conversion
+/// 16 e4m3 codes as f16 by the hardware's pairwise conversion
 /// (cvt.rn.f16x2.e4m3x2: exact, e4m3 is a subset of f16).
-Value fp8ToF32(OpBuilder &b, Location loc, Value codes) {
+Value fp8ToF16(OpBuilder &b, Location loc, Value codes) {
   auto pairType = VectorType::get({2}, b.getF16Type());
   SmallVector<Value> halves;
   for (int64_t i = 0; i < kChunk; i += 2) {
@@ -78,10 +78,8 @@ Value fp8ToF32(OpBuilder &b, Location loc, Value codes) {
       halves.push_back(
           vector::ExtractOp::create(b, loc, h, ArrayRef<int64_t>{e}));
   }
-  Value v = vector::FromElementsOp::create(
+  return vector::FromElementsOp::create(
       b, loc, VectorType::get({kChunk}, b.getF16Type()), halves);
-  return arith::ExtFOp::create(b, loc,
-                               VectorType::get({kChunk}, b.getF32Type()), v);
 }
 
 /// 2^(s - 127) from E8M0 bits s (as the gfx950 kernel: s = 0 gives 0,
@@ -148,7 +146,7 @@ void SM90PartialKernel::emitTileStores(OpBuilder &b, ValueRange loaded) {
         Bits bits(b, loc, kChunk);
         Value codes = format == CacheFormat::MXFP4 ? bits.widen(raw) : Value();
         if (format == CacheFormat::FP8) {
-          v = fp8ToF32(b, loc, raw);
+          v = fp8ToF16(b, loc, raw);
         } else {
           // E2M1 pairs, low nibble first, times the chunk's block scale.
           Value lo = bits.e2m1(codes);
@@ -161,9 +159,9 @@ void SM90PartialKernel::emitTileStores(OpBuilder &b, ValueRange loaded) {
           v = arith::MulFOp::create(
               b, loc, pairs,
               vector::BroadcastOp::create(b, loc, pairs.getType(), scale));
+          v = arith::TruncFOp::create(b, loc, VectorType::get({values}, bf16),
+                                      v);
         }
-        v = arith::TruncFOp::create(b, loc, VectorType::get({values}, bf16),
-                                    v);
       }
       vector::StoreOp::create(b, loc, v, smem.tile, ValueRange{r, col},
                               /*nontemporal=*/false, llvm::Align(kChunk));

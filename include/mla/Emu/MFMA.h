@@ -47,15 +47,16 @@ Accumulator scaledMfma16x16x128(MatrixFormat formatA, MatrixFormat formatB,
 Accumulator mfma16x16x32Bf16(const Bf16Operand &a, const Bf16Operand &b,
                              const Accumulator &c);
 
-/// NVIDIA's mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, on each
+/// NVIDIA's mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16} (f16 set:
+/// IEEE halves) with f32 accumulators, on each
 /// 32-lane half of the emu's wave (one warp each): lane 4·g + t holds A
 /// rows g, g + 8 at K 2t, 2t + 1 (elements 0, 1: row g; 2, 3: row g + 8)
 /// and K 2t + 8, 2t + 9 (elements 4..7), B column g at K 2t, 2t + 1
 /// (elements 0, 1) and 2t + 8, 2t + 9 (elements 2, 3), and D elements
 /// (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1). For the sm_90a
 /// kernels, which the emu runs as written.
-Accumulator mmaSync16x8x16Bf16(const Bf16Operand &a, const Bf16Operand &b,
-                               const Accumulator &c);
+Accumulator mmaSync16x8x16(const Bf16Operand &a, const Bf16Operand &b,
+                           const Accumulator &c, bool f16);
 
 } // namespace mla::emu
 

@@ -18,9 +18,7 @@ using namespace mla;
 using namespace mla::emu;
 
 namespace {
-double decodeE5M2(uint8_t code) {
-  // bf8 (E5M2): the upper half of an IEEE half.
-  uint16_t half = static_cast<uint16_t>(code) << 8;
+double decodeHalf(uint16_t half) {
   int sign = half >> 15, exponent = (half >> 10) & 0x1F, mantissa = half & 0x3FF;
   double magnitude;
   if (exponent == 0x1F)
@@ -30,6 +28,11 @@ double decodeE5M2(uint8_t code) {
   else
     magnitude = std::ldexp(1.0 + mantissa / 1024.0, exponent - 15);
   return sign ? -magnitude : magnitude;
+}
+
+double decodeE5M2(uint8_t code) {
+  // bf8 (E5M2): the upper half of an IEEE half.
+  return decodeHalf(static_cast<uint16_t>(code) << 8);
 }
 
 double decodeElement(MatrixFormat format, const std::array<uint8_t, 32> &lane,
@@ -130,9 +133,12 @@ Accumulator mla::emu::mfma16x16x32Bf16(const Bf16Operand &a,
   return d;
 }
 
-Accumulator mla::emu::mmaSync16x8x16Bf16(const Bf16Operand &a,
-                                         const Bf16Operand &b,
-                                         const Accumulator &c) {
+Accumulator mla::emu::mmaSync16x8x16(const Bf16Operand &a,
+                                      const Bf16Operand &b,
+                                      const Accumulator &c, bool f16) {
+  auto value = [&](uint16_t bits) {
+    return f16 ? decodeHalf(bits) : static_cast<double>(bf16ToFloat(bits));
+  };
   Accumulator d;
   for (int warp = 0; warp < kWaveLanes / 32; ++warp) {
     int base = 32 * warp;
@@ -143,12 +149,12 @@ Accumulator mla::emu::mmaSync16x8x16Bf16(const Bf16Operand &a,
       const auto &ra = a[base + lane];
       const auto &rb = b[base + lane];
       for (int e = 0; e < 2; ++e) {
-        A[g][2 * t + e] = bf16ToFloat(ra[e]);
-        A[g + 8][2 * t + e] = bf16ToFloat(ra[2 + e]);
-        A[g][2 * t + 8 + e] = bf16ToFloat(ra[4 + e]);
-        A[g + 8][2 * t + 8 + e] = bf16ToFloat(ra[6 + e]);
-        B[2 * t + e][g] = bf16ToFloat(rb[e]);
-        B[2 * t + 8 + e][g] = bf16ToFloat(rb[2 + e]);
+        A[g][2 * t + e] = value(ra[e]);
+        A[g + 8][2 * t + e] = value(ra[2 + e]);
+        A[g][2 * t + 8 + e] = value(ra[4 + e]);
+        A[g + 8][2 * t + 8 + e] = value(ra[6 + e]);
+        B[2 * t + e][g] = value(rb[e]);
+        B[2 * t + 8 + e][g] = value(rb[2 + e]);
       }
     }
     for (int lane = 0; lane < 32; ++lane) {

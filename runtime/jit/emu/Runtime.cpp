@@ -596,16 +596,17 @@ static void mla_emu_mfma_16x16x32_bf16(int64_t ctx, int64_t a, int64_t b,
   });
 }
 
-static void mla_emu_mma_sync_16x8x16_bf16(int64_t ctx, int64_t a, int64_t b,
-                                          int64_t c, int64_t d) {
-  // A: 8 bf16 a lane, B: 4 (the slot's first 16 bytes, the rest unused).
-  waveMfma(ctx, a, b, 16, c, d, [](WaveSlot &, int) {}, [](WaveSlot &s) {
+static void mla_emu_mma_sync_16x8x16(int64_t ctx, int64_t a, int64_t b,
+                                     int64_t c, int64_t d, int64_t f16) {
+  // A: 8 bf16 or f16 a lane, B: 4 (the slot's first 16 bytes, the rest
+  // unused).
+  waveMfma(ctx, a, b, 16, c, d, [](WaveSlot &, int) {}, [f16](WaveSlot &s) {
     Bf16Operand a, b;
     for (int i = 0; i < kWaveLanes; ++i) {
       std::memcpy(a[i].data(), s.a[i].data(), 16);
       std::memcpy(b[i].data(), s.b[i].data(), 16);
     }
-    s.d = mmaSync16x8x16Bf16(a, b, s.c);
+    s.d = mmaSync16x8x16(a, b, s.c, f16 != 0);
   });
 }
 
@@ -651,8 +652,8 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
       {"mla_emu_block_id", reinterpret_cast<void *>(&mla_emu_block_id)},
       {"mla_emu_barrier", reinterpret_cast<void *>(&mla_emu_barrier)},
       {"mla_emu_shuffle_xor", reinterpret_cast<void *>(&mla_emu_shuffle_xor)},
-      {"mla_emu_mma_sync_16x8x16_bf16",
-       reinterpret_cast<void *>(&mla_emu_mma_sync_16x8x16_bf16)},
+      {"mla_emu_mma_sync_16x8x16",
+       reinterpret_cast<void *>(&mla_emu_mma_sync_16x8x16)},
       {"mla_emu_gather_to_lds",
        reinterpret_cast<void *>(&mla_emu_gather_to_lds)},
       {"mla_emu_wait_loads", reinterpret_cast<void *>(&mla_emu_wait_loads)},
