@@ -22,14 +22,16 @@ if command -v ptxas > /dev/null; then
 fi
 # NCU=FORMAT:B:KV:H:Q_LEN: the partial kernel of that one shape under
 # Nsight Compute (DRAM throughput and bytes; the clocks left alone).
-# NCU_SECTIONS="WarpStateStats Occupancy ..." adds those sections (stall
-# reasons, occupancy) for one launch.
+# NCU_SECTIONS="WarpStateStats Occupancy ..." profiles one launch with
+# those sections instead (stall reasons, occupancy).
 profile=()
 if [ -n "${NCU:-}" ]; then
   what=(--metrics dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,gpu__time_duration.sum -c 3)
   if [ -n "${NCU_SECTIONS:-}" ]; then
     what=(-c 1); for s in $NCU_SECTIONS; do what+=(--section "$s"); done
   fi
+  # NCU_METRICS=a,b,...: those metrics as well (e.g. the stall reasons).
+  [ -n "${NCU_METRICS:-}" ] && what+=(--metrics "$NCU_METRICS")
   profile=(ncu --clock-control none "${what[@]}" -k regex:mla_partial_decode)
   set -- --skip-check --launches 5 --only "$NCU" "$@"
 fi

@@ -124,7 +124,8 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
       ldsType({kRows, plan.rowStride()}, operand),
       ldsType({tile, plan.rowStride()}, operand),
       ldsType({plan.scoreParts(), kRows, tile}, f32),
-      ldsType({kRows, tile}, operand), ldsType({kRows}, f32)};
+      ldsType({kRows, plan.pRowStride()}, operand),
+      ldsType({kRows}, f32)};
   auto func = gpu::GPUFuncOp::create(mb, loc, name,
                                      FunctionType::get(ctx, types, {}),
                                      shared, TypeRange{});
@@ -405,8 +406,9 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   }
   Value rescale = math::Exp2Op::create(
       b, loc, arith::SubFOp::create(b, loc, runMax, shift));
-  Value newSum =
-      k.fadd(k.fmul(runSum, rescale), rowReduce(b, tileSum, /*isMax=*/false));
+  // Each thread keeps its own columns' share of the row's sum (the
+  // rescale is the row's); the epilogue adds the shares once.
+  Value newSum = k.fadd(k.fmul(runSum, rescale), tileSum);
   storeRowFactor(b, rescale);
   // P and the rescale factors of every row.
   gpu::BarrierOp::create(b, loc);
@@ -448,7 +450,8 @@ Value SM90PartialKernel::cacheRow(OpBuilder &b, Value pos) {
 
 void SM90PartialKernel::emitEpilogue(OpBuilder &b, scf::ForOp loop) {
   KernelBuilder k{b, loc};
-  Value runMax = loop.getResult(0), runSum = loop.getResult(1);
+  Value runMax = loop.getResult(0);
+  Value runSum = rowReduce(b, loop.getResult(1), /*isMax=*/false);
   Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, runSum,
                                      k.f32(0.0));
   Value factor = arith::SelectOp::create(

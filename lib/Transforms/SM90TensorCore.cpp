@@ -119,14 +119,19 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
                         llvm::to_vector(c.slice(4 * n, 4))));
         scf::YieldOp::create(b, loc, next);
       });
-  Value rows[] = {g, g, g8, g8};
+  // Each accumulator pair (columns 2 t, 2 t + 1) in one 8-byte store.
+  auto f32x2 = VectorType::get({2}, b.getF32Type());
   for (int64_t n = 0; n < 2; ++n) {
     Value col = k.add(k.add(firstRow, k.idx(8 * n)), t2);
-    Value cols[] = {col, k.add(col, c1), col, k.add(col, c1)};
-    for (int64_t i = 0; i < 4; ++i)
-      memref::StoreOp::create(b, loc, loop.getResult(4 * n + i),
-                              smem.partialScores,
-                              ValueRange{part, rows[i], cols[i]});
+    for (int64_t half = 0; half < 2; ++half) {
+      Value pair = vector::FromElementsOp::create(
+          b, loc, f32x2,
+          ValueRange{loop.getResult(4 * n + 2 * half),
+                     loop.getResult(4 * n + 2 * half + 1)});
+      vector::StoreOp::create(b, loc, pair, smem.partialScores,
+                              ValueRange{part, half ? g8 : g, col},
+                              /*nontemporal=*/false, llvm::Align(8));
+    }
   }
 }
 

@@ -71,10 +71,13 @@ public:
   /// scores (f32), P (bf16) and the rows' rescale factors (f32).
   int64_t qBytes() const { return kRows * rowStride() * 2; }
   int64_t tileBytes() const { return s.kvTile * rowStride() * 2; }
+  /// Elements between two rows of P: kv_tile + 8, so that the 8 rows of an
+  /// ldmatrix fall in different banks.
+  int64_t pRowStride() const { return s.kvTile + 8; }
   int64_t partialScoreBytes() const {
     return scoreParts() * kRows * s.kvTile * 4;
   }
-  int64_t pBytes() const { return kRows * s.kvTile * 2; }
+  int64_t pBytes() const { return kRows * pRowStride() * 2; }
   int64_t factorBytes() const { return kRows * 4; }
   int64_t ldsBytes() const {
     return qBytes() + tileBytes() + partialScoreBytes() + pBytes() +
