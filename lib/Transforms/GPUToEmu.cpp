@@ -479,6 +479,15 @@ LogicalResult LaneFunctionBuilder::run() {
             b, loc, result,
             vector::ExtractOp::create(b, loc, d, ArrayRef<int64_t>{i}), i);
       op->getResult(0).replaceAllUsesWith(result);
+    } else if (auto prmt = dyn_cast<NVVM::PermuteOp>(op)) {
+      // sm_90a prmt, index mode: result byte i is byte selector.nibble(i)
+      // & 7 of {hi, lo}, or that byte's sign bit replicated if the
+      // nibble's bit 3 is set.
+      if (prmt.getMode() != NVVM::PermuteMode::DEFAULT || !prmt.getHi())
+        return op->emitOpError("emu: only prmt's index mode is modelled");
+      op->getResult(0).replaceAllUsesWith(
+          call(loc, "mla_emu_prmt", {b.getI32Type()},
+               {prmt.getLo(), prmt.getHi(), prmt.getSelector()}));
     } else if (auto cvt = dyn_cast<NVVM::ConvertF8x2ToF16x2Op>(op)) {
       // sm_90a: cvt.rn.f16x2.e4m3x2, exact: each code as the emu's fp8.
       if (!isa<Float8E4M3FNType>(cvt.getSrcType()) || cvt.getRelu())

@@ -1,10 +1,10 @@
 //===- SM90TileDecode.cpp - sm_90a: a KV tile decoded into shared memory --===//
 //
-// Every cache format becomes bf16 in the tile, exactly: bf16 is copied, an
-// fp8 e4m3 code (without its per-tensor scale) and an E2M1 value times its
-// E8M0 block scale are bf16 numbers. fp8 pairs go through the hardware's
-// cvt.rn.f16x2.e4m3x2; E2M1 codes are decoded with integer operations
-// (sm_90a has no fp4 conversion). Tile rows past the item repeat its last
+// Every cache format enters the tile exactly: bf16 is copied, an fp8 e4m3
+// code (without its per-tensor scale) becomes f16 by the hardware's
+// cvt.rn.f16x2.e4m3x2 (the fp8 kernel's operands are f16), an E2M1 value
+// times its E8M0 block scale is a bf16 number, looked up by prmt and
+// scaled by bf16x2 multiplies (sm_90a has no fp4 conversion). Tile rows past the item repeat its last
 // position; their scores are masked.
 //
 //===----------------------------------------------------------------------===//
@@ -22,47 +22,87 @@ constexpr int64_t kThreads = SM90KernelPlan::kThreads;
 /// Bytes of a cache row each thread moves per step: one 16-byte load.
 constexpr int64_t kChunk = 16;
 
-/// Bit operations on i32 vectors (one lane per cache value).
-struct Bits {
-  OpBuilder &b;
-  Location loc;
-  VectorType i32, f32;
-  Bits(OpBuilder &b, Location loc, int64_t n)
-      : b(b), loc(loc), i32(VectorType::get({n}, b.getI32Type())),
-        f32(VectorType::get({n}, b.getF32Type())) {}
+Value i32Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantOp::create(b, loc,
+                                   b.getI32IntegerAttr(static_cast<int32_t>(v)));
+}
 
-  Value c(int64_t v) {
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(i32, b.getI32IntegerAttr(v)));
-  }
-  Value andI(Value x, int64_t m) { return arith::AndIOp::create(b, loc, x, c(m)); }
-  Value orI(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
-  Value shl(Value x, int64_t s) { return arith::ShLIOp::create(b, loc, x, c(s)); }
-  Value shr(Value x, int64_t s) { return arith::ShRUIOp::create(b, loc, x, c(s)); }
-  Value add(Value x, int64_t v) { return arith::AddIOp::create(b, loc, x, c(v)); }
-  Value ult(Value x, int64_t v) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, c(v));
-  }
-  Value eq(Value x, int64_t v) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, c(v));
-  }
-  Value select(Value cond, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, cond, x, y);
-  }
-  Value asF32(Value x) { return arith::BitcastOp::create(b, loc, f32, x); }
-  Value asI32(Value x) { return arith::BitcastOp::create(b, loc, i32, x); }
-  Value widen(Value bytes) { return arith::ExtUIOp::create(b, loc, i32, bytes); }
+/// prmt (default mode): byte i of the result is byte selector.nibble(i)
+/// of the 8 bytes {hi, lo}.
+Value permute(OpBuilder &b, Location loc, Value lo, Value hi, Value selector) {
+  return NVVM::PermuteOp::create(
+      b, loc, b.getI32Type(), lo, hi, selector,
+      NVVM::PermuteModeAttr::get(b.getContext(), NVVM::PermuteMode::DEFAULT));
+}
 
-  /// E2M1 codes (the low four bits) as f32.
-  Value e2m1(Value nibble) {
-    Value mag = andI(nibble, 7);
-    Value sign = shl(andI(nibble, 8), 28);
-    // (1 + m/2) · 2^(e-1) for e >= 1; m · 0.5 for e = 0.
-    Value normal = add(shl(mag, 22), 126 << 23);
-    Value half = select(eq(mag, 1), c(0x3f000000), c(0));
-    return asF32(orI(select(ult(mag, 2), half, normal), sign));
+/// 32 E2M1 codes (16 bytes, low nibble first) times their block's E8M0
+/// scale, as 32 bf16. Each E2M1 magnitude's bf16 bytes come from two
+/// 8-entry tables by prmt (four values an instruction), the signs by
+/// shifts, and the scale (2^(s - 127), a bf16: s = 0 gives 0, s = 255
+/// infinity, as the gfx950 kernel) by bf16x2 multiplies, exactly.
+Value e2m1ToBf16(OpBuilder &b, Location loc, Value bytes, Value scaleCode) {
+  auto pairType = VectorType::get({2}, b.getBF16Type());
+  auto i32x1 = VectorType::get({1}, b.getI32Type());
+  Value words = vector::BitCastOp::create(
+      b, loc, VectorType::get({4}, b.getI32Type()), bytes);
+  // The scale's bf16 bits, twice.
+  Value s = arith::ExtUIOp::create(b, loc, b.getI32Type(), scaleCode);
+  Value half = arith::ShLIOp::create(b, loc, s, i32Const(b, loc, 7));
+  Value scalePair = arith::OrIOp::create(
+      b, loc, half, arith::ShLIOp::create(b, loc, half, i32Const(b, loc, 16)));
+  auto asPair = [&](Value i32) {
+    return vector::BitCastOp::create(
+        b, loc, pairType, vector::BroadcastOp::create(b, loc, i32x1, i32));
+  };
+  Value scale = asPair(scalePair);
+  // bf16 of 0, 0.5, 1, 1.5, 2, 3, 4, 6: high and low bytes.
+  Value highLo = i32Const(b, loc, 0x3F3F3F00), highHi = i32Const(b, loc, 0x40404040);
+  Value lowLo = i32Const(b, loc, 0xC0800000), lowHi = i32Const(b, loc, 0xC0804000);
+  SmallVector<Value> pairs;
+  for (int64_t w = 0; w < 4; ++w) {
+    Value word = vector::ExtractOp::create(b, loc, words, ArrayRef<int64_t>{w});
+    Value magnitudes =
+        arith::AndIOp::create(b, loc, word, i32Const(b, loc, 0x77777777));
+    for (int64_t quad = 0; quad < 2; ++quad) {
+      // Values 4 quad .. 4 quad + 3: prmt reads the selector's low 16 bits.
+      Value selector = quad == 0 ? magnitudes
+                                 : arith::ShRUIOp::create(b, loc, magnitudes,
+                                                          i32Const(b, loc, 16));
+      Value high = permute(b, loc, highLo, highHi, selector);
+      Value low = permute(b, loc, lowLo, lowHi, selector);
+      for (int64_t p = 0; p < 2; ++p) {
+        // Bytes (low j, high j, low j+1, high j+1) for j = 2 p.
+        int64_t j = 2 * p;
+        Value bits = permute(b, loc, low, high,
+                             i32Const(b, loc, j | (j + 4) << 4 |
+                                                  (j + 1) << 8 | (j + 5) << 12));
+        // The values' sign bits (bits 3 and 7 of their byte) to 15 and 31.
+        int64_t v = 4 * quad + j, bit = 4 * v + 3;
+        Value moved =
+            bit <= 15
+                ? Value(arith::ShLIOp::create(b, loc, word,
+                                              i32Const(b, loc, 15 - bit)))
+                : Value(arith::ShRUIOp::create(b, loc, word,
+                                               i32Const(b, loc, bit - 15)));
+        Value sign0 =
+            arith::AndIOp::create(b, loc, moved, i32Const(b, loc, 0x8000));
+        Value sign1 = arith::AndIOp::create(
+            b, loc,
+            arith::ShLIOp::create(b, loc, word, i32Const(b, loc, 31 - bit - 4)),
+            i32Const(b, loc, 0x80000000));
+        bits = arith::OrIOp::create(
+            b, loc, bits, arith::OrIOp::create(b, loc, sign0, sign1));
+        pairs.push_back(arith::MulFOp::create(b, loc, asPair(bits), scale));
+      }
+    }
   }
-};
+  SmallVector<Value> values;
+  for (Value pair : pairs)
+    for (int64_t e = 0; e < 2; ++e)
+      values.push_back(vector::ExtractOp::create(b, loc, pair, ArrayRef<int64_t>{e}));
+  return vector::FromElementsOp::create(
+      b, loc, VectorType::get({32}, b.getBF16Type()), values);
+}
 
 /// 16 e4m3 codes as f16 by the hardware's pairwise conversion
 /// (cvt.rn.f16x2.e4m3x2: exact, e4m3 is a subset of f16).
@@ -82,14 +122,6 @@ Value fp8ToF16(OpBuilder &b, Location loc, Value codes) {
       b, loc, VectorType::get({kChunk}, b.getF16Type()), halves);
 }
 
-/// 2^(s - 127) from E8M0 bits s (as the gfx950 kernel: s = 0 gives 0,
-/// s = 255 infinity).
-Value e8m0(OpBuilder &b, Location loc, Value code) {
-  Value bits = arith::ExtUIOp::create(b, loc, b.getI32Type(), code);
-  Value shift = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(23));
-  Value shifted = arith::ShLIOp::create(b, loc, bits, shift);
-  return arith::BitcastOp::create(b, loc, b.getF32Type(), shifted);
-}
 } // namespace
 
 int64_t SM90PartialKernel::chunkValues() const {
@@ -131,7 +163,6 @@ SmallVector<Value> SM90PartialKernel::emitTileLoads(OpBuilder &b,
 
 void SM90PartialKernel::emitTileStores(OpBuilder &b, ValueRange loaded) {
   KernelBuilder k{b, loc};
-  Type bf16 = b.getBF16Type();
   int64_t values = chunkValues(), rowChunks = qkDim / values;
   int64_t perSlot = format == CacheFormat::MXFP4 ? 2 : 1;
   int64_t slots = static_cast<int64_t>(loaded.size()) / perSlot;
@@ -142,27 +173,10 @@ void SM90PartialKernel::emitTileStores(OpBuilder &b, ValueRange loaded) {
     Value raw = loaded[perSlot * slot];
     auto store = [&] {
       Value v = raw;
-      if (format != CacheFormat::BF16) {
-        Bits bits(b, loc, kChunk);
-        Value codes = format == CacheFormat::MXFP4 ? bits.widen(raw) : Value();
-        if (format == CacheFormat::FP8) {
-          v = fp8ToF16(b, loc, raw);
-        } else {
-          // E2M1 pairs, low nibble first, times the chunk's block scale.
-          Value lo = bits.e2m1(codes);
-          Value hi = bits.e2m1(bits.shr(codes, 4));
-          SmallVector<int64_t> interleave;
-          for (int64_t i = 0; i < kChunk; ++i)
-            interleave.append({i, kChunk + i});
-          Value pairs = vector::ShuffleOp::create(b, loc, lo, hi, interleave);
-          Value scale = e8m0(b, loc, loaded[perSlot * slot + 1]);
-          v = arith::MulFOp::create(
-              b, loc, pairs,
-              vector::BroadcastOp::create(b, loc, pairs.getType(), scale));
-          v = arith::TruncFOp::create(b, loc, VectorType::get({values}, bf16),
-                                      v);
-        }
-      }
+      if (format == CacheFormat::FP8)
+        v = fp8ToF16(b, loc, raw);
+      else if (format == CacheFormat::MXFP4)
+        v = e2m1ToBf16(b, loc, raw, loaded[perSlot * slot + 1]);
       vector::StoreOp::create(b, loc, v, smem.tile, ValueRange{r, col},
                               /*nontemporal=*/false, llvm::Align(kChunk));
     };

@@ -637,6 +637,20 @@ static float mla_emu_scaled_fp4_to_f32(int32_t word, int64_t element,
   return static_cast<float>(decodeE2M1(code) * static_cast<double>(scale));
 }
 
+static int32_t mla_emu_prmt(int32_t lo, int32_t hi, int32_t selector) {
+  uint64_t pool = static_cast<uint32_t>(lo) |
+                  static_cast<uint64_t>(static_cast<uint32_t>(hi)) << 32;
+  uint32_t out = 0;
+  for (int i = 0; i < 4; ++i) {
+    uint32_t nibble = (static_cast<uint32_t>(selector) >> (4 * i)) & 0xF;
+    uint32_t byte = (pool >> (8 * (nibble & 7))) & 0xFF;
+    if (nibble & 8)
+      byte = (byte & 0x80) ? 0xFF : 0;
+    out |= byte << (8 * i);
+  }
+  return static_cast<int32_t>(out);
+}
+
 static int8_t mla_emu_cvt_f32_to_fp8(float x) {
   return static_cast<int8_t>(encodeE4M3(x));
 }
@@ -661,6 +675,7 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
       {"mla_emu_transpose_load",
        reinterpret_cast<void *>(&mla_emu_transpose_load)},
       {"mla_emu_ldmatrix", reinterpret_cast<void *>(&mla_emu_ldmatrix)},
+      {"mla_emu_prmt", reinterpret_cast<void *>(&mla_emu_prmt)},
       {"mla_emu_lds_write", reinterpret_cast<void *>(&mla_emu_lds_write)},
       {"mla_emu_mfma_16x16x128_fp8",
        reinterpret_cast<void *>(&mla_emu_mfma_16x16x128_fp8)},
