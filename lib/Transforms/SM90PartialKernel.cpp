@@ -12,6 +12,7 @@
 #include "mla/ABI.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -131,6 +132,10 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
                                      shared, TypeRange{});
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({kThreads, 1, 1}));
+  // ptxas keeps the registers within what the persistent grid's blocks per
+  // SM leave each thread.
+  func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                b.getI32IntegerAttr(SM90KernelPlan::kBlocksPerSM));
   // The tile's rows are stored and Q's read in 16-byte vectors.
   for (unsigned i = 0; i < shared.size(); ++i)
     func.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
