@@ -150,6 +150,8 @@ private:
     mlir::Value tid, row, lane, isReal, token, head, tokenRow, visibleEnd;
     /// The mma.sync roles: the warp, and lane 4 group + pair within it.
     mlir::Value warp, group, pair;
+    /// The ldmatrix roles: lane 8 matrix + matrixRow names that row.
+    mlir::Value matrix, matrixRow;
   } thread;
   mlir::Value c0, c1, scoreScale, outScale, negInf;
   /// The thread's row's score scale (scoreScale, over fp8's Q row scale).

@@ -188,6 +188,8 @@ void SM90PartialKernel::emitBody(OpBuilder &b) {
   Value warpLane = k.rem(thread.tid, k.idx(32));
   thread.group = k.div(warpLane, k.idx(4));
   thread.pair = k.rem(warpLane, k.idx(4));
+  thread.matrix = k.div(warpLane, k.idx(8));
+  thread.matrixRow = k.rem(warpLane, k.idx(8));
   // log2(e)·sm_scale (·kv_scale for fp8): dot products -> exp2 scores;
   // fp8's V carries the per-tensor scale into the output.
   scoreScale = k.f32(op.getEffectiveSmScale() * 1.4426950408889634);

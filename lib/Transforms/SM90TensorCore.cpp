@@ -90,9 +90,7 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
   Value part = k.div(thread.warp, k.idx(plan.scoreGroups()));
   Value firstRow = k.mul(group, k.idx(SM90KernelPlan::kScoreRowsPerWarp));
   Value g8 = k.add(g, k.idx(8));
-  Value c2 = k.idx(2);
-  Value matrix = k.div(k.rem(thread.tid, k.idx(32)), k.idx(8));
-  Value r8 = k.rem(thread.tid, k.idx(8));
+  Value c2 = k.idx(2), matrix = thread.matrix, r8 = thread.matrixRow;
   // Two n-blocks' accumulators: one Q fragment per k-step feeds both.
   SmallVector<Value> zeros(8, k.f32(0.0));
   auto loop = scf::ForOp::create(
@@ -158,18 +156,13 @@ SmallVector<Value> SM90PartialKernel::emitScores(OpBuilder &b,
 SmallVector<Value> SM90PartialKernel::emitOutputMma(OpBuilder &b,
                                                     ValueRange acc) {
   KernelBuilder k{b, loc};
-  Type bf16 = b.getBF16Type();
-  Value g = thread.group, t2 = k.mul(thread.pair, k.idx(2));
-  Value g8 = k.add(g, k.idx(8));
+  Value g = thread.group, g8 = k.add(g, k.idx(8));
   Value factorG = k.load(smem.factors, {g});
   Value factorG8 = k.load(smem.factors, {g8});
   SmallVector<Value> next;
   for (auto [i, a] : llvm::enumerate(acc))
     next.push_back(k.fmul(a, (i % 4) < 2 ? factorG : factorG8));
-  // ldmatrix roles: lane 8 i + r names row r of matrix i.
-  Value matrix = k.div(k.rem(thread.tid, k.idx(32)), k.idx(8));
-  Value r8 = k.rem(thread.tid, k.idx(8));
-  Value c2 = k.idx(2);
+  Value matrix = thread.matrix, r8 = thread.matrixRow, c2 = k.idx(2);
   int64_t perWarp = plan.outputBlocksPerWarp();
   for (int64_t kk = 0; kk < tile / 16; ++kk) {
     // P's A fragment: (rows 0-7 | 8-15) x (columns 0-7 | 8-15) of the step.
