@@ -25,6 +25,10 @@ struct KernelBuilder {
   mlir::Value idx(int64_t v) {
     return mlir::arith::ConstantIndexOp::create(b, loc, v);
   }
+  mlir::Value i32(int64_t v) {
+    return mlir::arith::ConstantOp::create(
+        b, loc, b.getI32IntegerAttr(static_cast<int32_t>(v)));
+  }
   mlir::Value f32(double v) {
     return mlir::arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
   }

@@ -105,16 +105,15 @@ private:
   /// fp8: Q per row times a power of two that brings its largest magnitude
   /// into [2^14, 2^15), as f16; the row's scores undo it.
   void emitScaledQLoad(mlir::OpBuilder &b);
-  /// Two bf16 of shared memory at [row, col], [row, col + 1] as an i32.
-  mlir::Value loadPair(mlir::OpBuilder &b, mlir::Value mem, mlir::Value row,
-                       mlir::Value col);
-  /// `tiles` 8 x 8 bf16 matrices of shared memory by ldmatrix (lane 8 i + r
-  /// names row r of matrix i at [row, col]), one i32 per matrix.
+  /// `tiles` 8 x 8 matrices of operands in shared memory by ldmatrix (lane
+  /// 8 i + r names row r of matrix i at [row, col]), one mma fragment
+  /// register per matrix.
   llvm::SmallVector<mlir::Value> loadMatrices(mlir::OpBuilder &b,
                                               mlir::Value mem, mlir::Value row,
                                               mlir::Value col, int64_t tiles,
                                               bool transpose);
-  /// D = A · B + C for one m16n8k16 bf16 fragment (4 + 2 i32, 4 f32).
+  /// D = A · B + C for one m16n8k16 fragment of the operand type (4 + 2
+  /// registers: i32 for bf16, vector<2xf16> for f16; 4 f32).
   llvm::SmallVector<mlir::Value> mma(mlir::OpBuilder &b,
                                      llvm::ArrayRef<mlir::Value> a,
                                      llvm::ArrayRef<mlir::Value> bFrag,
@@ -150,8 +149,9 @@ private:
     mlir::Value tid, row, lane, isReal, token, head, tokenRow, visibleEnd;
     /// The mma.sync roles: the warp, and lane 4 group + pair within it.
     mlir::Value warp, group, pair;
-    /// The ldmatrix roles: lane 8 matrix + matrixRow names that row.
-    mlir::Value matrix, matrixRow;
+    /// The ldmatrix roles: lane 8 matrix + matrixRow names that row; of an
+    /// x4 load of a 16 x 16 step, stepRow = 8 (matrix % 2) + matrixRow.
+    mlir::Value matrix, matrixRow, stepRow;
   } thread;
   mlir::Value c0, c1, scoreScale, outScale, negInf;
   /// The thread's row's score scale (scoreScale, over fp8's Q row scale).

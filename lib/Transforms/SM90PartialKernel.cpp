@@ -26,9 +26,6 @@ constexpr int64_t kRows = SM90KernelPlan::kRows;
 constexpr int64_t kLanes = SM90KernelPlan::kLanesPerRow;
 constexpr int64_t kThreads = SM90KernelPlan::kThreads;
 
-Value i32Const(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
-}
 
 } // namespace
 
@@ -190,6 +187,8 @@ void SM90PartialKernel::emitBody(OpBuilder &b) {
   thread.pair = k.rem(warpLane, k.idx(4));
   thread.matrix = k.div(warpLane, k.idx(8));
   thread.matrixRow = k.rem(warpLane, k.idx(8));
+  thread.stepRow = k.add(k.mul(k.rem(thread.matrix, k.idx(2)), k.idx(8)),
+                         thread.matrixRow);
   // log2(e)·sm_scale (·kv_scale for fp8): dot products -> exp2 scores;
   // fp8's V carries the per-tensor scale into the output.
   scoreScale = k.f32(op.getEffectiveSmScale() * 1.4426950408889634);
@@ -307,39 +306,27 @@ void SM90PartialKernel::emitScaledQLoad(OpBuilder &b) {
                                next ? ValueRange{next} : ValueRange{});
         });
   };
-  // The largest |q| of the row, as f32 bits without the sign (ordered as
-  // the magnitudes are), over the row's 16 threads.
-  auto maxLoop =
-      rowColumns({i32Const(b, loc, 0)}, [&](Value q, Value, ValueRange c) {
-        Value bits = arith::AndIOp::create(
-            b, loc, arith::BitcastOp::create(b, loc, i32, q),
-            i32Const(b, loc, 0x7fffffff));
-        return arith::MaxUIOp::create(b, loc, c[0], bits).getResult();
-      });
-  Value rowMax = maxLoop.getResult(0);
-  Value width = i32Const(b, loc, 32);
-  for (int64_t offset = 1; offset < kLanes; offset *= 2) {
-    // Shuffled as f32 (the bits travel unchanged), compared as integers.
-    Value other = gpu::ShuffleOp::create(
-                      b, loc, arith::BitcastOp::create(b, loc, f32, rowMax),
-                      i32Const(b, loc, offset), width, gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    rowMax = arith::MaxUIOp::create(
-        b, loc, rowMax, arith::BitcastOp::create(b, loc, i32, other));
-  }
+  // The largest |q| of the row (the sign bit cleared), over its 16 threads.
+  auto maxLoop = rowColumns({k.f32(0.0)}, [&](Value q, Value, ValueRange c) {
+    Value bits = arith::AndIOp::create(
+        b, loc, arith::BitcastOp::create(b, loc, i32, q), k.i32(0x7fffffff));
+    return k.fmax(c[0], arith::BitcastOp::create(b, loc, f32, bits));
+  });
+  Value rowMax = arith::BitcastOp::create(
+      b, loc, i32, rowReduce(b, maxLoop.getResult(0), /*isMax=*/true));
   // 2^(141 - e) for the max's biased exponent e, as f32 bits 141 - e + 127
   // clamped to [1, 253] (a zero row: any scale; its inverse stays finite).
   Value exponent =
-      arith::ShRUIOp::create(b, loc, rowMax, i32Const(b, loc, 23));
-  Value field = arith::SubIOp::create(b, loc, i32Const(b, loc, 268), exponent);
-  field = arith::MaxSIOp::create(b, loc, field, i32Const(b, loc, 1));
-  field = arith::MinSIOp::create(b, loc, field, i32Const(b, loc, 253));
+      arith::ShRUIOp::create(b, loc, rowMax, k.i32(23));
+  Value field = arith::SubIOp::create(b, loc, k.i32(268), exponent);
+  field = arith::MaxSIOp::create(b, loc, field, k.i32(1));
+  field = arith::MinSIOp::create(b, loc, field, k.i32(253));
   auto power = [&](Value f) {
     return arith::BitcastOp::create(
-        b, loc, f32, arith::ShLIOp::create(b, loc, f, i32Const(b, loc, 23)));
+        b, loc, f32, arith::ShLIOp::create(b, loc, f, k.i32(23)));
   };
   Value scale = power(field);
-  Value inverse = power(arith::SubIOp::create(b, loc, i32Const(b, loc, 254), field));
+  Value inverse = power(arith::SubIOp::create(b, loc, k.i32(254), field));
   rowScoreScale = k.fmul(scoreScale, inverse);
   rowColumns({}, [&](Value q, Value d, ValueRange) {
     Value v = arith::TruncFOp::create(b, loc, b.getF16Type(), k.fmul(q, scale));
@@ -368,9 +355,9 @@ scf::ForOp SM90PartialKernel::emitKVLoop(OpBuilder &b) {
 Value SM90PartialKernel::rowReduce(OpBuilder &b, Value v, bool isMax) {
   KernelBuilder k{b, loc};
   // A row's 16 threads are 16 consecutive lanes of one warp.
-  Value width = i32Const(b, loc, 32);
+  Value width = k.i32(32);
   for (int64_t offset = 1; offset < kLanes; offset *= 2) {
-    Value other = gpu::ShuffleOp::create(b, loc, v, i32Const(b, loc, offset),
+    Value other = gpu::ShuffleOp::create(b, loc, v, k.i32(offset),
                                          width, gpu::ShuffleMode::XOR)
                       .getShuffleResult();
     v = isMax ? k.fmax(v, other) : k.fadd(v, other);

@@ -1,7 +1,8 @@
 //===- SM90TensorCore.cpp - sm_90a: QK and PV on mma.sync -----------------===//
 //
-// Both contractions run on `mma.sync.aligned.m16n8k16.row.col.f32.bf16`
-// from the bf16 operands in shared memory. Lane 4 g + t of a warp holds, of
+// Both contractions run on `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}`
+// from the operands in shared memory (f16 for fp8 caches, bf16 otherwise),
+// loaded by ldmatrix.x4. Lane 4 g + t of a warp holds, of
 // a 16 x 16 A fragment, rows g and g + 8 at columns 2 t, 2 t + 1 and
 // 2 t + 8, 2 t + 9; of a 16 x 8 B fragment (k x n), column g at rows
 // 2 t, 2 t + 1 and 2 t + 8, 2 t + 9; of the 16 x 8 accumulator, rows g and
@@ -10,7 +11,7 @@
 // QK: A = the block's 16 Q rows, B = Kᵀ: each warp scores 16 tile rows (two
 // n-blocks of 8, one Q fragment for both) over its share of Dqk's k-steps;
 // the kWarps / (kv_tile / 16) warps of those rows add their partials
-// through shared memory. PV: A = P (16 x kv_tile, bf16),
+// through shared memory. PV: A = P (16 x kv_tile),
 // B = the tile's first Dv columns: each warp owns Dv n-blocks w, w + 8, ...
 //
 //===----------------------------------------------------------------------===//
@@ -39,14 +40,6 @@ Value packPair(OpBuilder &b, Location loc, Value pair) {
   return vector::ExtractOp::create(b, loc, asI32, ArrayRef<int64_t>{0});
 }
 } // namespace
-
-Value SM90PartialKernel::loadPair(OpBuilder &b, Value mem, Value row,
-                                  Value col) {
-  auto type = VectorType::get({2}, operandType(b));
-  Value pair = vector::LoadOp::create(b, loc, type, mem, ValueRange{row, col},
-                                      /*nontemporal=*/false, llvm::Align(4));
-  return packPair(b, loc, pair);
-}
 
 SmallVector<Value> SM90PartialKernel::loadMatrices(OpBuilder &b, Value mem,
                                                    Value row, Value col,
@@ -91,6 +84,13 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
   Value firstRow = k.mul(group, k.idx(SM90KernelPlan::kScoreRowsPerWarp));
   Value g8 = k.add(g, k.idx(8));
   Value c2 = k.idx(2), matrix = thread.matrix, r8 = thread.matrixRow;
+  // ldmatrix.x4: lane 8 i + r names row r of 8 x 8 matrix i. Q's are
+  // (rows 0-7 | 8-15) x (columns 0-7 | 8-15) of the k-step: a0..a3; K's
+  // the two n-blocks' b0, b1 (rows of K are columns of Kᵀ).
+  Value qRow = thread.stepRow;
+  Value qColumn = k.mul(k.div(matrix, c2), k.idx(8));
+  Value kRow = k.add(firstRow, k.add(k.mul(k.div(matrix, c2), k.idx(8)), r8));
+  Value kColumn = k.mul(k.rem(matrix, c2), k.idx(8));
   // Two n-blocks' accumulators: one Q fragment per k-step feeds both.
   SmallVector<Value> zeros(8, k.f32(0.0));
   auto loop = scf::ForOp::create(
@@ -98,18 +98,11 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
       [&](OpBuilder &lb, Location, Value step, ValueRange c) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(lb.getInsertionBlock());
-        // ldmatrix.x4: lane 8 i + r names row r of 8 x 8 matrix i. Q's are
-        // (rows 0-7 | 8-15) x (columns 0-7 | 8-15) of the k-step: a0..a3;
-        // K's the two n-blocks' b0, b1 (rows of K are columns of Kᵀ).
         Value d = k.mul(step, k.idx(16));
-        Value qRow = k.add(k.mul(k.rem(matrix, c2), k.idx(8)), r8);
-        Value qCol = k.add(d, k.mul(k.div(matrix, c2), k.idx(8)));
-        SmallVector<Value> a = loadMatrices(b, smem.q, qRow, qCol, 4, false);
-        Value kRow = k.add(firstRow,
-                           k.add(k.mul(k.div(matrix, c2), k.idx(8)), r8));
-        Value kCol = k.add(d, k.mul(k.rem(matrix, c2), k.idx(8)));
+        SmallVector<Value> a =
+            loadMatrices(b, smem.q, qRow, k.add(d, qColumn), 4, false);
         SmallVector<Value> kFrags =
-            loadMatrices(b, smem.tile, kRow, kCol, 4, false);
+            loadMatrices(b, smem.tile, kRow, k.add(d, kColumn), 4, false);
         SmallVector<Value> next;
         for (int64_t n = 0; n < 2; ++n)
           llvm::append_range(
@@ -162,20 +155,20 @@ SmallVector<Value> SM90PartialKernel::emitOutputMma(OpBuilder &b,
   SmallVector<Value> next;
   for (auto [i, a] : llvm::enumerate(acc))
     next.push_back(k.fmul(a, (i % 4) < 2 ? factorG : factorG8));
-  Value matrix = thread.matrix, r8 = thread.matrixRow, c2 = k.idx(2);
+  Value matrix = thread.matrix, c2 = k.idx(2);
   int64_t perWarp = plan.outputBlocksPerWarp();
+  // P's A fragment: (rows 0-7 | 8-15) x (columns 0-7 | 8-15) of the step;
+  // V's matrices the same rows of the step.
+  Value stepRow = thread.stepRow;
   for (int64_t kk = 0; kk < tile / 16; ++kk) {
-    // P's A fragment: (rows 0-7 | 8-15) x (columns 0-7 | 8-15) of the step.
-    Value pRow = k.add(k.mul(k.rem(matrix, c2), k.idx(8)), r8);
     Value pCol =
         k.add(k.idx(16 * kk), k.mul(k.div(matrix, c2), k.idx(8)));
-    SmallVector<Value> a = loadMatrices(b, smem.p, pRow, pCol, 4, false);
+    SmallVector<Value> a = loadMatrices(b, smem.p, stepRow, pCol, 4, false);
     // V's B fragments, transposed out of the row-major tile: matrices
     // (rows 0-7 | 8-15) of the step x the 8 columns of an n-block, two
     // n-blocks per load (blocks past Dv read the last one; their results
     // are not stored).
-    Value vRow = k.add(k.idx(16 * kk), k.add(k.mul(k.rem(matrix, c2),
-                                                   k.idx(8)), r8));
+    Value vRow = k.add(k.idx(16 * kk), stepRow);
     for (int64_t j = 0; j < perWarp; j += 2) {
       int64_t blocks = std::min<int64_t>(2, perWarp - j);
       Value which = blocks == 2 ? k.div(matrix, c2) : c0;

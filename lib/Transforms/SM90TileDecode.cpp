@@ -4,8 +4,8 @@
 // code (without its per-tensor scale) becomes f16 by the hardware's
 // cvt.rn.f16x2.e4m3x2 (the fp8 kernel's operands are f16), an E2M1 value
 // times its E8M0 block scale is a bf16 number, looked up by prmt and
-// scaled by bf16x2 multiplies (sm_90a has no fp4 conversion). Tile rows past the item repeat its last
-// position; their scores are masked.
+// scaled by bf16x2 multiplies (sm_90a has no fp4 conversion). Tile rows
+// past the item repeat its last position; their scores are masked.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,11 +22,6 @@ constexpr int64_t kThreads = SM90KernelPlan::kThreads;
 /// Bytes of a cache row each thread moves per step: one 16-byte load.
 constexpr int64_t kChunk = 16;
 
-Value i32Const(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantOp::create(b, loc,
-                                   b.getI32IntegerAttr(static_cast<int32_t>(v)));
-}
-
 /// prmt (default mode): byte i of the result is byte selector.nibble(i)
 /// of the 8 bytes {hi, lo}.
 Value permute(OpBuilder &b, Location loc, Value lo, Value hi, Value selector) {
@@ -41,55 +36,56 @@ Value permute(OpBuilder &b, Location loc, Value lo, Value hi, Value selector) {
 /// shifts, and the scale (2^(s - 127), a bf16: s = 0 gives 0, s = 255
 /// infinity, as the gfx950 kernel) by bf16x2 multiplies, exactly.
 Value e2m1ToBf16(OpBuilder &b, Location loc, Value bytes, Value scaleCode) {
+  KernelBuilder k{b, loc};
   auto pairType = VectorType::get({2}, b.getBF16Type());
   auto i32x1 = VectorType::get({1}, b.getI32Type());
   Value words = vector::BitCastOp::create(
       b, loc, VectorType::get({4}, b.getI32Type()), bytes);
   // The scale's bf16 bits, twice.
   Value s = arith::ExtUIOp::create(b, loc, b.getI32Type(), scaleCode);
-  Value half = arith::ShLIOp::create(b, loc, s, i32Const(b, loc, 7));
+  Value half = arith::ShLIOp::create(b, loc, s, k.i32(7));
   Value scalePair = arith::OrIOp::create(
-      b, loc, half, arith::ShLIOp::create(b, loc, half, i32Const(b, loc, 16)));
+      b, loc, half, arith::ShLIOp::create(b, loc, half, k.i32(16)));
   auto asPair = [&](Value i32) {
     return vector::BitCastOp::create(
         b, loc, pairType, vector::BroadcastOp::create(b, loc, i32x1, i32));
   };
   Value scale = asPair(scalePair);
   // bf16 of 0, 0.5, 1, 1.5, 2, 3, 4, 6: high and low bytes.
-  Value highLo = i32Const(b, loc, 0x3F3F3F00), highHi = i32Const(b, loc, 0x40404040);
-  Value lowLo = i32Const(b, loc, 0xC0800000), lowHi = i32Const(b, loc, 0xC0804000);
+  Value highLo = k.i32(0x3F3F3F00), highHi = k.i32(0x40404040);
+  Value lowLo = k.i32(0xC0800000), lowHi = k.i32(0xC0804000);
   SmallVector<Value> pairs;
   for (int64_t w = 0; w < 4; ++w) {
     Value word = vector::ExtractOp::create(b, loc, words, ArrayRef<int64_t>{w});
     Value magnitudes =
-        arith::AndIOp::create(b, loc, word, i32Const(b, loc, 0x77777777));
+        arith::AndIOp::create(b, loc, word, k.i32(0x77777777));
     for (int64_t quad = 0; quad < 2; ++quad) {
       // Values 4 quad .. 4 quad + 3: prmt reads the selector's low 16 bits.
       Value selector = quad == 0 ? magnitudes
                                  : arith::ShRUIOp::create(b, loc, magnitudes,
-                                                          i32Const(b, loc, 16));
+                                                          k.i32(16));
       Value high = permute(b, loc, highLo, highHi, selector);
       Value low = permute(b, loc, lowLo, lowHi, selector);
       for (int64_t p = 0; p < 2; ++p) {
         // Bytes (low j, high j, low j+1, high j+1) for j = 2 p.
         int64_t j = 2 * p;
         Value bits = permute(b, loc, low, high,
-                             i32Const(b, loc, j | (j + 4) << 4 |
+                             k.i32(j | (j + 4) << 4 |
                                                   (j + 1) << 8 | (j + 5) << 12));
         // The values' sign bits (bits 3 and 7 of their byte) to 15 and 31.
         int64_t v = 4 * quad + j, bit = 4 * v + 3;
         Value moved =
             bit <= 15
                 ? Value(arith::ShLIOp::create(b, loc, word,
-                                              i32Const(b, loc, 15 - bit)))
+                                              k.i32(15 - bit)))
                 : Value(arith::ShRUIOp::create(b, loc, word,
-                                               i32Const(b, loc, bit - 15)));
+                                               k.i32(bit - 15)));
         Value sign0 =
-            arith::AndIOp::create(b, loc, moved, i32Const(b, loc, 0x8000));
+            arith::AndIOp::create(b, loc, moved, k.i32(0x8000));
         Value sign1 = arith::AndIOp::create(
             b, loc,
-            arith::ShLIOp::create(b, loc, word, i32Const(b, loc, 31 - bit - 4)),
-            i32Const(b, loc, 0x80000000));
+            arith::ShLIOp::create(b, loc, word, k.i32(31 - bit - 4)),
+            k.i32(0x80000000));
         bits = arith::OrIOp::create(
             b, loc, bits, arith::OrIOp::create(b, loc, sign0, sign1));
         pairs.push_back(arith::MulFOp::create(b, loc, asPair(bits), scale));

@@ -2,10 +2,10 @@
 //
 // How the sm_90a partial-decode kernel is laid out for a decode's shapes and
 // config: a block of 8 warps serves 16 (token, head) rows; a KV tile is
-// decoded into shared memory as bf16 once per block, and QK and PV run on
-// the tensor cores (mma.sync m16n8k16, bf16 in, f32 accumulators) from
-// there; the online softmax runs 16 threads per row. The config verifier checks a config
-// against the target with this plan, and mla-to-gpu builds the kernel from
+// decoded into shared memory once per block (f16 for fp8 caches, bf16
+// otherwise), and QK and PV run on the tensor cores (mma.sync m16n8k16, f32
+// accumulators) from there; the online softmax runs 16 threads per row.
+// The config verifier checks a config against the target with this plan, and mla-to-gpu builds the kernel from
 // it, so the two cannot disagree about what fits.
 //
 //===----------------------------------------------------------------------===//
@@ -67,8 +67,8 @@ public:
   }
   /// Tile columns each of a row's 16 threads scores in the softmax.
   int64_t tileRowsPerLane() const { return s.kvTile / kLanesPerRow; }
-  /// Shared memory: Q and the decoded tile (bf16), the warps' partial
-  /// scores (f32), P (bf16) and the rows' rescale factors (f32).
+  /// Shared memory: Q and the decoded tile (2-byte operands), the warps' partial
+  /// scores (f32), P (the operand type) and the rows' rescale factors (f32).
   int64_t qBytes() const { return kRows * rowStride() * 2; }
   int64_t tileBytes() const { return s.kvTile * rowStride() * 2; }
   /// Elements between two rows of P: kv_tile + 8, so that the 8 rows of an
