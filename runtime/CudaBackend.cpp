@@ -30,6 +30,7 @@ using CUdeviceptr = unsigned long long;
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr int kComputeCapabilityMajor = 75, kComputeCapabilityMinor = 76;
 constexpr int kJitErrorLogBuffer = 5, kJitErrorLogBufferSize = 6;
+constexpr int kFuncMaxDynamicSharedSizeBytes = 8;
 void *const kLaunchParamBufferPointer = reinterpret_cast<void *>(0x01);
 void *const kLaunchParamBufferSize = reinterpret_cast<void *>(0x02);
 void *const kLaunchParamEnd = reinterpret_cast<void *>(0x00);
@@ -46,6 +47,7 @@ struct CudaApi {
                                void **);
   CUresult (*moduleUnload)(void *);
   CUresult (*moduleGetFunction)(void **, void *, const char *);
+  CUresult (*funcSetAttribute)(void *, int, int);
   CUresult (*launchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
                            unsigned, unsigned, unsigned, void *, void **,
                            void **);
@@ -78,6 +80,7 @@ Expected<const CudaApi *> loadCuda() {
     resolve(api.moduleLoadDataEx, "cuModuleLoadDataEx");
     resolve(api.moduleUnload, "cuModuleUnload");
     resolve(api.moduleGetFunction, "cuModuleGetFunction");
+    resolve(api.funcSetAttribute, "cuFuncSetAttribute");
     resolve(api.launchKernel, "cuLaunchKernel");
     resolve(api.memAlloc, "cuMemAlloc_v2");
     resolve(api.memFree, "cuMemFree_v2");
@@ -223,6 +226,17 @@ Error CudaKernel::init(const Artifact &artifact) {
                                           kernel.name.c_str()),
             "finding kernel " + kernel.name, Status::InvalidArtifact))
       return err;
+    // Dynamic shared memory over the default 48 KiB must be allowed first.
+    if (kernel.dynamicLdsBytes > 0)
+      if (Error err = backend.check(
+              backend.api.funcSetAttribute(
+                  function, kFuncMaxDynamicSharedSizeBytes,
+                  static_cast<int>(kernel.dynamicLdsBytes)),
+              "allowing " + kernel.name + " " +
+                  std::to_string(kernel.dynamicLdsBytes) +
+                  " bytes of dynamic shared memory",
+              Status::InvalidArtifact))
+        return err;
     functions.push_back(function);
   }
   return Error::success();
@@ -239,12 +253,12 @@ Error CudaKernel::launchOne(const ArtifactKernel &kernel, void *function,
   void *extra[] = {kLaunchParamBufferPointer, packed->kernarg.data(),
                    kLaunchParamBufferSize, &packed->kernargBytes,
                    kLaunchParamEnd};
-  // Static shared memory only: no dynamic bytes.
   return backend.check(
-      backend.api.launchKernel(function, grid[0], grid[1], grid[2],
-                               kernel.block[0], kernel.block[1],
-                               kernel.block[2], /*sharedMemBytes=*/0, stream,
-                               nullptr, extra),
+      backend.api.launchKernel(
+          function, grid[0], grid[1], grid[2], kernel.block[0],
+          kernel.block[1], kernel.block[2],
+          static_cast<unsigned>(kernel.dynamicLdsBytes), stream, nullptr,
+          extra),
       "launching " + kernel.name);
 }
 

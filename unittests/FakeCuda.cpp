@@ -17,6 +17,8 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,8 +26,13 @@ namespace {
 struct Launch {
   std::string kernel;
   unsigned grid[3], block[3];
+  unsigned sharedMemBytes;
   std::vector<uint8_t> params;
 };
+/// Dynamic shared memory a function may take (cuFuncSetAttribute); the
+/// driver's default is 48 KiB.
+constexpr int kDefaultDynamicShared = 48 * 1024;
+std::map<std::string, int> maxDynamicShared;
 std::mutex mutex;
 std::vector<Launch> launches;
 std::string failNext;
@@ -127,6 +134,15 @@ int cuModuleGetFunction(void **function, void *module, const char *name) {
   *function = const_cast<char *>(functionNames.insert(name).first->c_str());
   return 0;
 }
+int cuFuncSetAttribute(void *function, int attribute, int value) {
+  FAIL_IF_INJECTED("cuFuncSetAttribute");
+  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, up to sm_90's 227 KiB.
+  if (attribute != 8 || value < 0 || value > 227 * 1024)
+    return kInvalidValue;
+  std::lock_guard<std::mutex> lock(mutex);
+  maxDynamicShared[static_cast<const char *>(function)] = value;
+  return 0;
+}
 int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz,
                    unsigned bx, unsigned by, unsigned bz,
                    unsigned sharedMemBytes, void *, void **kernelParams,
@@ -135,14 +151,21 @@ int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz,
   if (current != &primaryContext)
     return kInvalidContext;
   if (kernelParams || !extra || extra[0] != (void *)1 ||
-      extra[2] != (void *)2 || extra[4] != (void *)0 || sharedMemBytes != 0)
+      extra[2] != (void *)2 || extra[4] != (void *)0)
     return kInvalidValue;
   size_t bytes = *static_cast<size_t *>(extra[3]);
   const auto *data = static_cast<const uint8_t *>(extra[1]);
   std::lock_guard<std::mutex> lock(mutex);
+  auto allowed = maxDynamicShared.find(static_cast<const char *>(function));
+  if (sharedMemBytes > unsigned(allowed == maxDynamicShared.end()
+                                    ? kDefaultDynamicShared
+                                    : std::max(allowed->second,
+                                               kDefaultDynamicShared)))
+    return kInvalidValue;
   launches.push_back({static_cast<const char *>(function),
                       {gx, gy, gz},
                       {bx, by, bz},
+                      sharedMemBytes,
                       std::vector<uint8_t>(data, data + bytes)});
   return 0;
 }
@@ -213,5 +236,9 @@ const char *fakeCudaLaunch(int i, unsigned *grid, unsigned *block,
   *params = l.params.data();
   *bytes = l.params.size();
   return l.kernel.c_str();
+}
+unsigned fakeCudaLaunchSharedBytes(int i) {
+  std::lock_guard<std::mutex> lock(mutex);
+  return launches.at(i).sharedMemBytes;
 }
 }

@@ -1234,6 +1234,13 @@ TEST_F(FakeCuda, PacksKernelParametersInOrder) {
         EXPECT_EQ(size, 8) << arg.name;
       }
     EXPECT_EQ(bytes, size_t(8 * word));
+    // The kernel's dynamic shared memory at every launch; the partial
+    // kernel's is over the driver's default 48 KiB (allowed at load).
+    EXPECT_EQ(hook<unsigned (*)(int)>("fakeCudaLaunchSharedBytes")(before + k),
+              unsigned(desc.dynamicLdsBytes));
+    if (k == 0) {
+      EXPECT_GT(desc.dynamicLdsBytes, 48 * 1024);
+    }
     // The first parameter: q's (partial) or partial_out's (combine) pointer.
     int64_t first = 0;
     std::memcpy(&first, params, 8);
@@ -1266,6 +1273,7 @@ TEST_F(FakeCuda, EveryDriverFailureIsReportedAndRecovered) {
     const Case cases[] = {
         {"cuModuleLoadDataEx", "load", MLA_ERROR_INVALID_ARTIFACT},
         {"cuModuleGetFunction", "load", MLA_ERROR_INVALID_ARTIFACT},
+        {"cuFuncSetAttribute", "load", MLA_ERROR_INVALID_ARTIFACT},
         {"cuMemAlloc_v2", "malloc", MLA_ERROR_INTERNAL},
         {"cuMemcpyHtoD_v2", "copy in", MLA_ERROR_INTERNAL},
         {"cuLaunchKernel", "launch", MLA_ERROR_LAUNCH_FAILED},

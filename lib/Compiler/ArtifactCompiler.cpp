@@ -47,6 +47,8 @@ describeKernel(llvm::StringRef name, mlir::DictionaryAttr launch,
     kernel.block[i] = llvm::cast<mlir::IntegerAttr>(block[i]).getInt();
   }
   kernel.ldsBytes = lds.getInt();
+  if (auto dynamic = launch.getAs<mlir::IntegerAttr>("dynamic_lds_bytes"))
+    kernel.dynamicLdsBytes = dynamic.getInt();
   if (auto rows = launch.getAs<mlir::IntegerAttr>("rows_per_workgroup")) {
     auto heads = launch.getAs<mlir::IntegerAttr>("heads_per_block");
     if (!heads)

@@ -34,7 +34,8 @@ const ArchInfo host = {"host", /*waveSize=*/1, /*ldsBytesPerCU=*/0,
                        /*maxWavesPerSIMD=*/1, {}, /*hasGPUKernels=*/false,
                        /*emulated=*/false};
 // Hopper with its arch-specific features (wgmma, setmaxnreg): 228 KiB of
-// shared memory per SM, of which a block's static `.shared` may hold 48 KiB;
+// shared memory per SM, of which a block may hold 227 KiB (dynamic shared
+// memory over the 48 KiB of static `.shared`; the driver keeps 1 KiB);
 // 64K 32-bit registers per SM, at most 255 per thread. The matrix
 // instructions are the warp-level mma.sync forms the kernels may use.
 const MatrixInstruction sm90aMatrix[] = {
@@ -43,7 +44,7 @@ const MatrixInstruction sm90aMatrix[] = {
 };
 const ArchInfo sm90a = {"sm_90a",         /*waveSize=*/32,
                         /*ldsBytesPerCU=*/228 * 1024,
-                        /*ldsBytesPerWorkgroup=*/48 * 1024,
+                        /*ldsBytesPerWorkgroup=*/227 * 1024,
                         /*vectorRegistersPerLane=*/255,
                         /*unifiedRegisterFile=*/false,
                         /*simdsPerCU=*/4, /*maxWavesPerSIMD=*/16,

@@ -16,9 +16,9 @@ SM90KernelPlan::unsupported(int64_t ldsLimit) const {
   else if (s.warps != kWarps)
     why << "the sm_90a kernel runs " << kWarps
         << " warps per block (waves_per_workgroup = " << s.warps << ")";
-  else if (s.stages != 1 || s.warpsPerRowGroup != 1)
-    why << "the sm_90a kernel has one tile in flight and no row-group split "
-           "(pipeline_stages = "
+  else if (s.stages < 2 || s.stages > kMaxStages || s.warpsPerRowGroup != 1)
+    why << "the sm_90a kernel needs 2.." << kMaxStages
+        << " pipeline stages and no row-group split (pipeline_stages = "
         << s.stages << ", waves_per_row_group = " << s.warpsPerRowGroup << ")";
   else if (s.kvTile != 16 && s.kvTile != 32 && s.kvTile != 64)
     why << "the sm_90a kernel needs kv_tile 16, 32 or 64 (kv_tile = "
@@ -26,11 +26,15 @@ SM90KernelPlan::unsupported(int64_t ldsLimit) const {
   else if (s.qkDim % 16 != 0 || s.vDim % 8 != 0)
     why << "the sm_90a kernel needs Dqk a multiple of 16 and Dv of 8 (Dqk = "
         << s.qkDim << ", Dv = " << s.vDim << ")";
-  else if (ldsBytes() > ldsLimit)
+  else if (smBytes() > ldsLimit + kReservedSharedPerBlock)
     why << "the sm_90a kernel needs " << ldsBytes()
-        << " bytes of shared memory (q " << qBytes() << ", tile " << tileBytes()
+        << " bytes of shared memory (q " << qBytes() << ", " << s.stages
+        << " stages of " << stageBytes() << ", tile " << tileBytes()
         << ", partial scores " << partialScoreBytes() << ", P " << pBytes()
-        << " at kv_tile = " << s.kvTile << "); a block may hold " << ldsLimit;
+        << " at kv_tile = " << s.kvTile << "); " << kBlocksPerSM
+        << " blocks per SM leave a block "
+        << (ldsLimit + kReservedSharedPerBlock) / kBlocksPerSM -
+               kReservedSharedPerBlock;
   std::string text = why.str();
   if (text.empty())
     return std::nullopt;

@@ -150,6 +150,7 @@ LogicalResult LaneFunctionBuilder::announceLdsAccess(Operation *op) {
     // operations the runtime checks itself.
     if (touchesLds && !isa<ViewLikeOpInterface, amdgpu::GatherToLDSOp,
                            amdgpu::TransposeLoadOp, nvgpu::LdMatrixOp,
+                           nvgpu::DeviceAsyncCopyOp,
                            memref::ExtractStridedMetadataOp,
                            memref::ExtractAlignedPointerAsIndexOp>(op))
       return op->emitOpError(
@@ -266,12 +267,15 @@ LogicalResult LaneFunctionBuilder::run() {
       op->getResult(0).replaceAllUsesWith(
           vector::BitCastOp::create(b, loc, vt, bytes));
     } else if (auto ldm = dyn_cast<nvgpu::LdMatrixOp>(op)) {
-      // sm_90a ldmatrix: 1, 2 or 4 8 x 8 matrices of 16-bit elements.
+      // sm_90a ldmatrix: 1, 2 or 4 8 x 8 matrices of 16-bit elements (a
+      // lane's 4 bytes of each), or of the same bytes as 8-bit elements,
+      // untransposed.
       auto vt = cast<VectorType>(ldm.getType());
-      if (vt.getElementTypeBitWidth() != 16 || vt.getRank() != 2 ||
-          vt.getDimSize(1) != 2)
+      int64_t bits = vt.getElementTypeBitWidth();
+      if (vt.getRank() != 2 || bits * vt.getDimSize(1) != 32 ||
+          (bits != 16 && (bits != 8 || ldm.getTranspose())))
         return op->emitOpError("emu: only ldmatrix of 16-bit 8 x 8 matrices "
-                               "is modelled");
+                               "(or their bytes, untransposed) is modelled");
       Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
       call(loc, "mla_emu_ldmatrix", {},
            {ctx, address(loc, ldm.getSrcMemref(), ldm.getIndices()),
@@ -287,7 +291,7 @@ LogicalResult LaneFunctionBuilder::run() {
           b, loc, vt,
           vector::BitCastOp::create(
               b, loc,
-              VectorType::get({2 * vt.getDimSize(0)}, vt.getElementType()),
+              VectorType::get({vt.getNumElements()}, vt.getElementType()),
               bytes)));
     } else if (auto ext = dyn_cast<amdgpu::ScaledExtPackedOp>(op)) {
       // Two E2M1 values of byte `index` of a 32-bit word, times the f32
@@ -479,6 +483,28 @@ LogicalResult LaneFunctionBuilder::run() {
             b, loc, result,
             vector::ExtractOp::create(b, loc, d, ArrayRef<int64_t>{i}), i);
       op->getResult(0).replaceAllUsesWith(result);
+    } else if (auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op)) {
+      // sm_90a cp.async: the bytes land in shared memory at the wait that
+      // retires their group (the emu checks that wait).
+      if (copy.getSrcElements())
+        return op->emitOpError("emu: cp.async with a source size is not "
+                               "modelled");
+      auto dstType = cast<MemRefType>(copy.getDst().getType());
+      int64_t bytes = copy.getDstElements().getZExtValue() *
+                      dstType.getElementTypeBitWidth() / 8;
+      call(loc, "mla_emu_async_copy", {},
+           {ctx, address(loc, copy.getSrc(), copy.getSrcIndices()),
+            address(loc, copy.getDst(), copy.getDstIndices()),
+            arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes))});
+      if (!copy.getAsyncToken().use_empty())
+        return op->emitOpError("emu: cp.async tokens are not modelled (the "
+                               "kernels group copies by nvvm.cp.async ops)");
+    } else if (isa<NVVM::CpAsyncCommitGroupOp>(op)) {
+      call(loc, "mla_emu_async_commit", {}, {ctx});
+    } else if (auto wait = dyn_cast<NVVM::CpAsyncWaitGroupOp>(op)) {
+      call(loc, "mla_emu_async_wait", {},
+           {ctx, arith::ConstantOp::create(b, loc,
+                                           b.getI64IntegerAttr(wait.getN()))});
     } else if (auto prmt = dyn_cast<NVVM::PermuteOp>(op)) {
       // sm_90a prmt, index mode: result byte i is byte selector.nibble(i)
       // & 7 of {hi, lo}, or that byte's sign bit replicated if the

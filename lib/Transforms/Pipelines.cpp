@@ -162,6 +162,8 @@ void mla::buildDecodeToSM90aPipeline(OpPassManager &pm,
   device.addPass(createSCFToControlFlowPass());
   // f32 math to the NVPTX instructions: upstream would call libdevice.
   device.addPass(createMLALowerMathToNVVMPass());
+  // Shared memory over static .shared's 48 KiB: one dynamic block.
+  device.addPass(createMLAWorkgroupMemoryToDynamicPass());
   // ldmatrix (nvgpu) to nvvm.ldmatrix on shared-memory pointers.
   device.addPass(createConvertNVGPUToNVVMPass());
   device.addPass(createConvertGpuOpsToNVVMOps());

@@ -28,6 +28,7 @@
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <array>
 #include <optional>
 #include <string>
 
@@ -41,6 +42,14 @@ void forLoop(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lb,
 /// `if (cond) body` at the builder's insertion point.
 void ifThen(mlir::OpBuilder &b, mlir::Location loc, mlir::Value cond,
             llvm::function_ref<void()> body);
+/// prmt (default mode): byte i of the result is byte selector.nibble(i)
+/// of the 8 bytes {hi, lo}.
+mlir::Value permute(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lo,
+                    mlir::Value hi, mlir::Value selector);
+/// An i32 of four e4m3 codes as two f16 pairs (bytes 0, 1 and 2, 3) by
+/// cvt.rn.f16x2.e4m3x2: exact.
+std::array<mlir::Value, 2> fp8WordToF16(mlir::OpBuilder &b,
+                                        mlir::Location loc, mlir::Value word);
 
 class SM90PartialKernel {
 public:
@@ -70,16 +79,31 @@ private:
   mlir::scf::ForOp emitKVLoop(mlir::OpBuilder &b);
   void emitLoopStep(mlir::OpBuilder &b, mlir::Value tileStart,
                     mlir::ValueRange carried);
-  /// Cache values per 16-byte chunk of a row, and chunks per tile.
+  /// Cache values per 16-byte chunk of a row, chunks per tile, and the
+  /// thread's share of them.
   int64_t chunkValues() const;
   int64_t tileChunks() const;
-  /// The thread's 16-byte chunks of the tile at `tileStart` (and mxfp4's
-  /// block scales), loaded: issued a tile ahead, so that they are in flight
-  /// while the block computes the current tile.
-  llvm::SmallVector<mlir::Value> emitTileLoads(mlir::OpBuilder &b,
-                                               mlir::Value tileStart);
-  /// Those chunks decoded to bf16 into the tile in shared memory.
-  void emitTileStores(mlir::OpBuilder &b, mlir::ValueRange loaded);
+  int64_t tileSlots() const;
+  struct TileCopies {
+    /// mxfp4: the E8M0 scale of each of the thread's chunks (cp.async moves
+    /// 4, 8 or 16 aligned bytes; a row's 18 scales are not).
+    llvm::SmallVector<mlir::Value> scales;
+  };
+  /// The thread's 16-byte chunks of the tile at `tileStart` into stage
+  /// `stage` by cp.async, one commit group (empty past the item's end).
+  TileCopies emitTileCopies(mlir::OpBuilder &b, mlir::Value tileStart,
+                            mlir::Value stage);
+  /// Until the oldest tile in flight has landed (the thread's copies).
+  void emitTileWait(mlir::OpBuilder &b);
+  /// fp8, mxfp4: the thread's chunks of stage `stage` decoded into the
+  /// operand tile.
+  void emitTileDecode(mlir::OpBuilder &b, mlir::Value stage,
+                      mlir::ValueRange scales);
+  /// The operand tile (a bf16 stage, else the decoded tile) and the
+  /// indices of its element [row, col].
+  mlir::Value operandTile() const;
+  llvm::SmallVector<mlir::Value> tileIndices(mlir::Value row,
+                                             mlir::Value col) const;
   /// The cache row of the item's position `pos` (page table applied).
   mlir::Value cacheRow(mlir::OpBuilder &b, mlir::Value pos);
   /// QK on the tensor cores: each warp's partial scores of its n-block of
@@ -109,15 +133,29 @@ private:
   /// 8 i + r names row r of matrix i at [row, col]), one mma fragment
   /// register per matrix.
   llvm::SmallVector<mlir::Value> loadMatrices(mlir::OpBuilder &b,
-                                              mlir::Value mem, mlir::Value row,
-                                              mlir::Value col, int64_t tiles,
-                                              bool transpose);
+                                              mlir::Value mem,
+                                              mlir::ValueRange indices,
+                                              int64_t tiles, bool transpose);
   /// D = A · B + C for one m16n8k16 fragment of the operand type (4 + 2
   /// registers: i32 for bf16, vector<2xf16> for f16; 4 f32).
   llvm::SmallVector<mlir::Value> mma(mlir::OpBuilder &b,
                                      llvm::ArrayRef<mlir::Value> a,
                                      llvm::ArrayRef<mlir::Value> bFrag,
                                      llvm::ArrayRef<mlir::Value> c);
+  /// fp8: the B fragments (two registers each) of the two n-blocks of
+  /// tile rows from `row0` at k-step column `d`, by one ldmatrix.x2 of the
+  /// stage's bytes (k in the order Q is stored in).
+  llvm::SmallVector<mlir::Value> loadFp8KFragments(mlir::OpBuilder &b,
+                                                   mlir::Value row0,
+                                                   mlir::Value d);
+  /// fp8: the B fragments of tile rows [row0, row0 + 16) (k) x output
+  /// group `group`'s four n-blocks, from the stage's bytes.
+  llvm::SmallVector<std::array<mlir::Value, 2>>
+  loadFp8VFragments(mlir::OpBuilder &b, mlir::Value row0, mlir::Value group);
+  /// The output column of element e (0, 1) of the thread's accumulator
+  /// pair in its n-block j, and whether the block lies within Dv.
+  std::pair<mlir::Value, mlir::Value> outputColumn(mlir::OpBuilder &b,
+                                                   int64_t j, int64_t e);
   /// Max or sum over the row's 16 threads.
   mlir::Value rowReduce(mlir::OpBuilder &b, mlir::Value v, bool isMax);
   void emitEpilogue(mlir::OpBuilder &b, mlir::scf::ForOp loop);
@@ -129,7 +167,7 @@ private:
   int64_t workgroups, ldsLimit;
   int64_t numHeads, qkDim, vDim, tile, pageSize;
   /// The KV loop carries the softmax state, then this many accumulators,
-  /// then the next tile's loads.
+  /// then (mxfp4) the scales of the tiles in flight.
   int64_t numAccumulators = 0;
 
   struct Arguments {
@@ -138,8 +176,11 @@ private:
     mlir::Value kvIndices, kvLastPageLen;
   } args;
   struct Shared {
-    mlir::Value q, tile, partialScores, p, factors;
+    /// tile: the decoded operand tile (fp8, mxfp4 only).
+    mlir::Value q, stages, tile, partialScores, p, factors;
   } smem;
+  /// The stage the current KV step computes on.
+  mlir::Value computeStage;
   struct WorkItem {
     mlir::Value seq, begin, end, slot, qBegin, qLen, kvBegin, kvLen, lastPos;
     /// The block's first row (token-major over q_len·H) and row count.

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
@@ -118,12 +119,19 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
   Builder b(ctx);
   SmallVector<Type> types = argTypes(b);
   Type f32 = b.getF32Type(), operand = operandType(b);
+  // Q, the stages (bf16: the operand tiles; else the cache's bytes), the
+  // decoded tile (mxfp4), the partial scores, P, the row factors.
+  bool bf16 = format == CacheFormat::BF16;
+  Type stageElement = bf16 ? operand : Type(b.getI8Type());
+  int64_t stageRow = bf16 ? plan.rowStride() : plan.stageRowBytes();
   SmallVector<Type> shared = {
       ldsType({kRows, plan.rowStride()}, operand),
-      ldsType({tile, plan.rowStride()}, operand),
-      ldsType({plan.scoreParts(), kRows, tile}, f32),
-      ldsType({kRows, plan.pRowStride()}, operand),
-      ldsType({kRows}, f32)};
+      ldsType({plan.stages(), tile, stageRow}, stageElement)};
+  if (plan.decodesTile())
+    shared.push_back(ldsType({tile, plan.rowStride()}, operand));
+  shared.append({ldsType({plan.scoreParts(), kRows, tile}, f32),
+                 ldsType({kRows, plan.pRowStride()}, operand),
+                 ldsType({kRows}, f32)});
   auto func = gpu::GPUFuncOp::create(mb, loc, name,
                                      FunctionType::get(ctx, types, {}),
                                      shared, TypeRange{});
@@ -137,11 +145,10 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
   for (unsigned i = 0; i < shared.size(); ++i)
     func.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
                                      b.getI64IntegerAttr(16));
-  // Static shared memory only: the launch passes no dynamic bytes.
   func->setAttr(
       MLADialect::kLaunchAttrName,
       launchAttr(b, {std::to_string(workgroups), "1", "1"}, kThreads,
-                 /*ldsBytes=*/0, argNames(), types,
+                 plan.ldsBytes(), argNames(), types,
                  {b.getNamedAttr("rows_per_workgroup",
                                  b.getI64IntegerAttr(plan.rowsPerWorkgroup())),
                   b.getNamedAttr("heads_per_block",
@@ -167,8 +174,10 @@ void SM90PartialKernel::bindArguments(gpu::GPUFuncOp func) {
           argument(arg::kLse),        argument(arg::kWorkUnits),
           argument(arg::kWorkgroupUnits), argument(arg::kKVIndices),
           argument(arg::kKVLastPageLen)};
-  auto shared = func.getWorkgroupAttributions();
-  smem = {shared[0], shared[1], shared[2], shared[3], shared[4]};
+  SmallVector<Value> shared(func.getWorkgroupAttributions());
+  if (!plan.decodesTile())
+    shared.insert(shared.begin() + 2, Value());
+  smem = {shared[0], shared[1], shared[2], shared[3], shared[4], shared[5]};
 }
 
 void SM90PartialKernel::emitBody(OpBuilder &b) {
@@ -215,6 +224,9 @@ void SM90PartialKernel::emitUnit(OpBuilder &b, Value unit) {
     else
       emitQLoad(b);
     scf::ForOp loop = emitKVLoop(b);
+    // Only empty groups (tiles past the item) can be in flight; none may
+    // land in the next unit's stages.
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
     emitEpilogue(b, loop);
     // The next unit overwrites Q and the tile that others may still read.
     gpu::BarrierOp::create(b, loc);
@@ -328,9 +340,21 @@ void SM90PartialKernel::emitScaledQLoad(OpBuilder &b) {
   Value scale = power(field);
   Value inverse = power(arith::SubIOp::create(b, loc, k.i32(254), field));
   rowScoreScale = k.fmul(scoreScale, inverse);
+  // Within each k-step, column 4 t + e is stored where the mma reads
+  // k = 2 t + e (e < 2) or 2 t + 8 + (e - 2): the k order of the K
+  // fragments that ldmatrix reads from the fp8 stage (a lane's 4 bytes of
+  // a row are its k = 2 t, 2 t + 1, 2 t + 8, 2 t + 9).
   rowColumns({}, [&](Value q, Value d, ValueRange) {
     Value v = arith::TruncFOp::create(b, loc, b.getF16Type(), k.fmul(q, scale));
-    memref::StoreOp::create(b, loc, v, smem.q, ValueRange{thread.row, d});
+    Value j = k.rem(d, k.idx(16));
+    Value t = k.div(j, k.idx(4)), e = k.rem(j, k.idx(4));
+    Value high = k.lessThan(k.idx(1), e);
+    Value slot = k.add(k.mul(t, k.idx(2)),
+                       k.add(e, arith::SelectOp::create(b, loc, high,
+                                                        k.idx(6), c0)));
+    Value column = k.add(k.sub(d, j), slot);
+    memref::StoreOp::create(b, loc, v, smem.q,
+                            ValueRange{thread.row, column});
     return Value();
   });
 }
@@ -340,9 +364,21 @@ scf::ForOp SM90PartialKernel::emitKVLoop(OpBuilder &b) {
   SmallVector<Value> init = {negInf, k.f32(0.0)};
   for (int64_t c = 0; c < 4 * plan.outputBlocksPerWarp(); ++c)
     init.push_back(k.f32(0.0));
-  // The first tile's loads in flight before the loop.
   numAccumulators = init.size() - 2;
-  llvm::append_range(init, emitTileLoads(b, item.begin));
+  // The first pipeline_stages tiles in flight, the first one landed (and
+  // decoded); the barrier also publishes Q.
+  SmallVector<Value> scales;
+  for (int64_t s = 0; s < plan.stages(); ++s) {
+    TileCopies copies =
+        emitTileCopies(b, k.add(item.begin, k.idx(s * tile)), k.idx(s));
+    llvm::append_range(scales, copies.scales);
+  }
+  emitTileWait(b);
+  int64_t slots = format == CacheFormat::MXFP4 ? tileSlots() : 0;
+  if (plan.decodesTile())
+    emitTileDecode(b, c0, ArrayRef<Value>(scales).take_front(slots));
+  gpu::BarrierOp::create(b, loc);
+  llvm::append_range(init, ArrayRef<Value>(scales).drop_front(slots));
   return scf::ForOp::create(
       b, loc, item.begin, item.end, k.idx(tile), init,
       [&](OpBuilder &lb, Location, Value tileStart, ValueRange carried) {
@@ -370,11 +406,10 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   KernelBuilder k{b, loc};
   Value runMax = carried[0], runSum = carried[1];
   ValueRange accIn = carried.slice(2, numAccumulators);
-  emitTileStores(b, carried.drop_front(2 + numAccumulators));
-  gpu::BarrierOp::create(b, loc);
-  // The next tile's loads fly while this one is computed.
-  SmallVector<Value> nextLoads =
-      emitTileLoads(b, k.add(tileStart, k.idx(tile)));
+  ValueRange scaleQueue = carried.drop_front(2 + numAccumulators);
+  Value stages = k.idx(plan.stages());
+  computeStage =
+      k.rem(k.div(k.sub(tileStart, item.begin), k.idx(tile)), stages);
   emitScoreMma(b);
   gpu::BarrierOp::create(b, loc);
   SmallVector<Value> scores = emitScores(b, tileStart);
@@ -407,12 +442,36 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   // P and the rescale factors of every row.
   gpu::BarrierOp::create(b, loc);
   SmallVector<Value> acc = emitOutputMma(b, accIn);
-  // The next tile's decode overwrites what this PV reads.
+  // The stage this step read takes the tile pipeline_stages ahead; the
+  // next tile lands (and is decoded over the one PV read).
+  gpu::BarrierOp::create(b, loc);
+  TileCopies copies = emitTileCopies(
+      b, k.add(tileStart, k.idx(plan.stages() * tile)), computeStage);
+  emitTileWait(b);
+  int64_t slots = format == CacheFormat::MXFP4 ? tileSlots() : 0;
+  if (plan.decodesTile()) {
+    Value next = k.add(tileStart, k.idx(tile));
+    Value nextStage = k.rem(k.add(computeStage, c1), stages);
+    ifThen(b, loc, k.lessThan(next, item.end), [&] {
+      emitTileDecode(b, nextStage, scaleQueue.take_front(slots));
+    });
+  }
   gpu::BarrierOp::create(b, loc);
   SmallVector<Value> results = {newMax, newSum};
   llvm::append_range(results, acc);
-  llvm::append_range(results, nextLoads);
+  llvm::append_range(results, scaleQueue.drop_front(slots));
+  llvm::append_range(results, copies.scales);
   scf::YieldOp::create(b, loc, results);
+}
+
+Value SM90PartialKernel::operandTile() const {
+  return plan.decodesTile() ? smem.tile : smem.stages;
+}
+
+SmallVector<Value> SM90PartialKernel::tileIndices(Value row, Value col) const {
+  if (plan.decodesTile())
+    return {row, col};
+  return {computeStage, row, col};
 }
 
 void SM90PartialKernel::storeRowFactor(OpBuilder &b, Value factor) {

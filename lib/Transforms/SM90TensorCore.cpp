@@ -42,12 +42,12 @@ Value packPair(OpBuilder &b, Location loc, Value pair) {
 } // namespace
 
 SmallVector<Value> SM90PartialKernel::loadMatrices(OpBuilder &b, Value mem,
-                                                   Value row, Value col,
+                                                   ValueRange indices,
                                                    int64_t tiles,
                                                    bool transpose) {
   auto type = VectorType::get({tiles, 2}, operandType(b));
-  Value m = nvgpu::LdMatrixOp::create(b, loc, type, mem, ValueRange{row, col},
-                                      transpose, tiles);
+  Value m = nvgpu::LdMatrixOp::create(b, loc, type, mem, indices, transpose,
+                                      tiles);
   SmallVector<Value> regs;
   for (int64_t i = 0; i < tiles; ++i)
     regs.push_back(packPair(
@@ -100,9 +100,12 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
         b.setInsertionPointToStart(lb.getInsertionBlock());
         Value d = k.mul(step, k.idx(16));
         SmallVector<Value> a =
-            loadMatrices(b, smem.q, qRow, k.add(d, qColumn), 4, false);
+            loadMatrices(b, smem.q, {qRow, k.add(d, qColumn)}, 4, false);
         SmallVector<Value> kFrags =
-            loadMatrices(b, smem.tile, kRow, k.add(d, kColumn), 4, false);
+            format == CacheFormat::FP8
+                ? loadFp8KFragments(b, firstRow, d)
+                : loadMatrices(b, operandTile(),
+                               tileIndices(kRow, k.add(d, kColumn)), 4, false);
         SmallVector<Value> next;
         for (int64_t n = 0; n < 2; ++n)
           llvm::append_range(
@@ -124,6 +127,81 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
                               /*nontemporal=*/false, llvm::Align(8));
     }
   }
+}
+
+SmallVector<Value> SM90PartialKernel::loadFp8KFragments(OpBuilder &b,
+                                                        Value row0, Value d) {
+  KernelBuilder k{b, loc};
+  // Lanes 8 i + r name row r of n-block i % 2 (lanes 16..31: ignored).
+  Value row = k.add(row0, k.add(k.mul(k.rem(thread.matrix, k.idx(2)),
+                                      k.idx(8)),
+                                thread.matrixRow));
+  auto type = VectorType::get({2, 4}, b.getI8Type());
+  Value m = nvgpu::LdMatrixOp::create(b, loc, type, smem.stages,
+                                      ValueRange{computeStage, row, d},
+                                      /*transpose=*/false, 2);
+  SmallVector<Value> frags;
+  for (int64_t n = 0; n < 2; ++n) {
+    Value word = vector::ExtractOp::create(
+        b, loc,
+        vector::BitCastOp::create(
+            b, loc, VectorType::get({1}, b.getI32Type()),
+            vector::ExtractOp::create(b, loc, m, ArrayRef<int64_t>{n})),
+        ArrayRef<int64_t>{0});
+    std::array<Value, 2> pair = fp8WordToF16(b, loc, word);
+    frags.append(pair.begin(), pair.end());
+  }
+  return frags;
+}
+
+SmallVector<std::array<Value, 2>>
+SM90PartialKernel::loadFp8VFragments(OpBuilder &b, Value row0, Value group) {
+  KernelBuilder k{b, loc};
+  // Lane 4 g + t reads the 4 bytes at column 32 group + 4 g of rows 2 t,
+  // 2 t + 1, 2 t + 8, 2 t + 9 (B's k order) ...
+  Value t2 = k.mul(thread.pair, k.idx(2));
+  Value col = k.add(k.mul(group, k.idx(SM90KernelPlan::kGroupColumns)),
+                    k.mul(thread.group, k.idx(4)));
+  auto i32x1 = VectorType::get({1}, b.getI32Type());
+  SmallVector<Value> rows;
+  for (int64_t offset : {0, 1, 8, 9}) {
+    Value row = k.add(row0, k.add(t2, k.idx(offset)));
+    Value bytes = vector::LoadOp::create(
+        b, loc, VectorType::get({4}, b.getI8Type()), smem.stages,
+        ValueRange{computeStage, row, col}, /*nontemporal=*/false,
+        llvm::Align(4));
+    rows.push_back(vector::ExtractOp::create(
+        b, loc, vector::BitCastOp::create(b, loc, i32x1, bytes),
+        ArrayRef<int64_t>{0}));
+  }
+  // ... and transposes them by prmt: byte j of each row into word j, the
+  // column 4 g + j of n-block j.
+  Value lo01 = permute(b, loc, rows[0], rows[1], k.i32(0x5140));
+  Value hi01 = permute(b, loc, rows[0], rows[1], k.i32(0x7362));
+  Value lo23 = permute(b, loc, rows[2], rows[3], k.i32(0x5140));
+  Value hi23 = permute(b, loc, rows[2], rows[3], k.i32(0x7362));
+  SmallVector<std::array<Value, 2>> frags;
+  for (auto [x, y] : {std::pair(lo01, lo23), std::pair(hi01, hi23)})
+    for (int64_t selector : {0x5410, 0x7632})
+      frags.push_back(fp8WordToF16(b, loc, permute(b, loc, x, y,
+                                                   k.i32(selector))));
+  return frags;
+}
+
+std::pair<Value, Value> SM90PartialKernel::outputColumn(OpBuilder &b,
+                                                        int64_t j, int64_t e) {
+  KernelBuilder k{b, loc};
+  // The accumulator pair's columns in the n-block: 2 t + e.
+  Value n = k.add(k.mul(thread.pair, k.idx(2)), k.idx(e));
+  if (format == CacheFormat::FP8) {
+    Value group = k.add(thread.warp, k.idx(kWarps * (j / 4)));
+    Value col = k.add(k.mul(group, k.idx(SM90KernelPlan::kGroupColumns)),
+                      k.add(k.mul(n, k.idx(4)), k.idx(j % 4)));
+    return {col, k.lessThan(group, k.idx(plan.outputGroups()))};
+  }
+  Value block = k.add(thread.warp, k.idx(kWarps * j));
+  return {k.add(k.mul(block, k.idx(8)), n),
+          k.lessThan(block, k.idx(plan.outputBlocks()))};
 }
 
 SmallVector<Value> SM90PartialKernel::emitScores(OpBuilder &b,
@@ -163,7 +241,23 @@ SmallVector<Value> SM90PartialKernel::emitOutputMma(OpBuilder &b,
   for (int64_t kk = 0; kk < tile / 16; ++kk) {
     Value pCol =
         k.add(k.idx(16 * kk), k.mul(k.div(matrix, c2), k.idx(8)));
-    SmallVector<Value> a = loadMatrices(b, smem.p, stepRow, pCol, 4, false);
+    SmallVector<Value> a = loadMatrices(b, smem.p, {stepRow, pCol}, 4, false);
+    if (format == CacheFormat::FP8) {
+      // Groups past Dv read the last one; their results are not stored.
+      for (int64_t gi = 0; gi < plan.outputGroupsPerWarp(); ++gi) {
+        Value group =
+            k.minS(k.add(thread.warp, k.idx(kWarps * gi)),
+                   k.idx(plan.outputGroups() - 1));
+        auto frags = loadFp8VFragments(b, k.idx(16 * kk), group);
+        for (int64_t j = 0; j < 4; ++j) {
+          auto at = next.begin() + 4 * (4 * gi + j);
+          SmallVector<Value> c(at, at + 4);
+          SmallVector<Value> d = mma(b, a, {frags[j][0], frags[j][1]}, c);
+          std::copy(d.begin(), d.end(), at);
+        }
+      }
+      continue;
+    }
     // V's B fragments, transposed out of the row-major tile: matrices
     // (rows 0-7 | 8-15) of the step x the 8 columns of an n-block, two
     // n-blocks per load (blocks past Dv read the last one; their results
@@ -175,8 +269,10 @@ SmallVector<Value> SM90PartialKernel::emitOutputMma(OpBuilder &b,
       Value block = k.minS(
           k.add(thread.warp, k.mul(k.add(k.idx(j), which), k.idx(kWarps))),
           k.idx(plan.outputBlocks() - 1));
-      SmallVector<Value> vFrags = loadMatrices(
-          b, smem.tile, vRow, k.mul(block, k.idx(8)), 2 * blocks, true);
+      SmallVector<Value> vFrags =
+          loadMatrices(b, operandTile(),
+                       tileIndices(vRow, k.mul(block, k.idx(8))), 2 * blocks,
+                       true);
       for (int64_t n = 0; n < blocks; ++n) {
         SmallVector<Value> c(next.begin() + 4 * (j + n),
                              next.begin() + 4 * (j + n) + 4);
@@ -192,7 +288,7 @@ SmallVector<Value> SM90PartialKernel::emitOutputMma(OpBuilder &b,
 void SM90PartialKernel::emitOutputStores(OpBuilder &b, ValueRange acc,
                                          Value direct) {
   KernelBuilder k{b, loc};
-  Value g = thread.group, t2 = k.mul(thread.pair, k.idx(2));
+  Value g = thread.group;
   for (int64_t half = 0; half < 2; ++half) {
     Value row = half == 0 ? g : k.add(g, k.idx(8));
     Value factor = k.load(smem.factors, {row});
@@ -201,13 +297,12 @@ void SM90PartialKernel::emitOutputStores(OpBuilder &b, ValueRange acc,
     Value head = k.rem(rowIndex, k.idx(numHeads));
     Value tokenRow = k.add(item.qBegin, token);
     for (int64_t j = 0; j < plan.outputBlocksPerWarp(); ++j) {
-      Value block = k.add(thread.warp, k.idx(kWarps * j));
+      Value inDv = outputColumn(b, j, 0).second;
       Value stored = arith::AndIOp::create(
-          b, loc, k.lessThan(rowIndex, item.numRows),
-          k.lessThan(block, k.idx(plan.outputBlocks())));
+          b, loc, k.lessThan(rowIndex, item.numRows), inDv);
       ifThen(b, loc, stored, [&] {
         for (int64_t e = 0; e < 2; ++e) {
-          Value col = k.add(k.add(k.mul(block, k.idx(8)), t2), k.idx(e));
+          Value col = outputColumn(b, j, e).first;
           Value v = k.fmul(acc[4 * j + 2 * half + e], factor);
           scf::IfOp::create(
               b, loc, direct,

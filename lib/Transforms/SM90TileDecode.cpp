@@ -1,6 +1,8 @@
 //===- SM90TileDecode.cpp - sm_90a: a KV tile decoded into shared memory --===//
 //
-// Every cache format enters the tile exactly: bf16 is copied, an fp8 e4m3
+// A tile's cache rows reach a shared-memory stage by cp.async (16 bytes a
+// copy, pipeline_stages - 1 tiles ahead). Every cache format enters the
+// operand tile exactly: a bf16 stage is the operand tile, an fp8 e4m3
 // code (without its per-tensor scale) becomes f16 by the hardware's
 // cvt.rn.f16x2.e4m3x2 (the fp8 kernel's operands are f16), an E2M1 value
 // times its E8M0 block scale is a bf16 number, looked up by prmt and
@@ -12,6 +14,7 @@
 #include "SM90Kernels.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -22,13 +25,6 @@ constexpr int64_t kThreads = SM90KernelPlan::kThreads;
 /// Bytes of a cache row each thread moves per step: one 16-byte load.
 constexpr int64_t kChunk = 16;
 
-/// prmt (default mode): byte i of the result is byte selector.nibble(i)
-/// of the 8 bytes {hi, lo}.
-Value permute(OpBuilder &b, Location loc, Value lo, Value hi, Value selector) {
-  return NVVM::PermuteOp::create(
-      b, loc, b.getI32Type(), lo, hi, selector,
-      NVVM::PermuteModeAttr::get(b.getContext(), NVVM::PermuteMode::DEFAULT));
-}
 
 /// 32 E2M1 codes (16 bytes, low nibble first) times their block's E8M0
 /// scale, as 32 bf16. Each E2M1 magnitude's bf16 bytes come from two
@@ -120,6 +116,30 @@ Value fp8ToF16(OpBuilder &b, Location loc, Value codes) {
 
 } // namespace
 
+Value mla::permute(OpBuilder &b, Location loc, Value lo, Value hi,
+                   Value selector) {
+  return NVVM::PermuteOp::create(
+      b, loc, b.getI32Type(), lo, hi, selector,
+      NVVM::PermuteModeAttr::get(b.getContext(), NVVM::PermuteMode::DEFAULT));
+}
+
+std::array<Value, 2> mla::fp8WordToF16(OpBuilder &b, Location loc,
+                                       Value word) {
+  Value bytes = vector::BitCastOp::create(
+      b, loc, VectorType::get({4}, b.getI8Type()),
+      vector::BroadcastOp::create(b, loc, VectorType::get({1}, b.getI32Type()),
+                                  word));
+  std::array<Value, 2> pairs;
+  for (int64_t p = 0; p < 2; ++p) {
+    Value pair = vector::ShuffleOp::create(b, loc, bytes, bytes,
+                                           ArrayRef<int64_t>{2 * p, 2 * p + 1});
+    pairs[p] = NVVM::ConvertF8x2ToF16x2Op::create(
+        b, loc, VectorType::get({2}, b.getF16Type()), pair, /*relu=*/false,
+        b.getType<Float8E4M3FNType>());
+  }
+  return pairs;
+}
+
 int64_t SM90PartialKernel::chunkValues() const {
   return format == CacheFormat::BF16 ? 8 : format == CacheFormat::FP8 ? 16 : 32;
 }
@@ -128,57 +148,78 @@ int64_t SM90PartialKernel::tileChunks() const {
   return tile * (qkDim / chunkValues());
 }
 
-/// Chunk e of the tile (row-major over the tile's rows): the thread's
-/// slot s holds chunk tid + 256 s; a last slot past the tile reloads the
-/// tile's last chunk and is not stored.
-SmallVector<Value> SM90PartialKernel::emitTileLoads(OpBuilder &b,
-                                                    Value tileStart) {
-  KernelBuilder k{b, loc};
-  int64_t rowChunks = qkDim / chunkValues();
-  int64_t slots = (tileChunks() + kThreads - 1) / kThreads;
-  SmallVector<Value> loaded;
-  for (int64_t slot = 0; slot < slots; ++slot) {
-    Value e = k.minS(k.add(thread.tid, k.idx(kThreads * slot)),
-                     k.idx(tileChunks() - 1));
-    Value r = k.div(e, k.idx(rowChunks));
-    Value chunk = k.rem(e, k.idx(rowChunks));
-    Value pos = k.minS(k.add(tileStart, r), item.lastPos);
-    Value row = cacheRow(b, pos);
-    Type elem = format == CacheFormat::BF16 ? Type(b.getBF16Type())
-                                            : Type(b.getI8Type());
-    int64_t count = format == CacheFormat::BF16 ? 8 : kChunk;
-    Value col = k.mul(chunk, k.idx(count));
-    loaded.push_back(vector::LoadOp::create(
-        b, loc, VectorType::get({count}, elem), args.kv, ValueRange{row, col},
-        /*nontemporal=*/false, llvm::Align(kChunk)));
-    if (format == CacheFormat::MXFP4)
-      loaded.push_back(k.load(args.kvScale, {row, chunk}));
-  }
-  return loaded;
+int64_t SM90PartialKernel::tileSlots() const {
+  return (tileChunks() + kThreads - 1) / kThreads;
 }
 
-void SM90PartialKernel::emitTileStores(OpBuilder &b, ValueRange loaded) {
+/// Chunk e of the tile (row-major over the tile's rows): the thread's slot
+/// s holds chunk tid + 256 s; a last slot past the tile copies nothing (its
+/// mxfp4 scale reloads the tile's last chunk's and is not used).
+SM90PartialKernel::TileCopies
+SM90PartialKernel::emitTileCopies(OpBuilder &b, Value tileStart, Value stage) {
+  KernelBuilder k{b, loc};
+  int64_t rowChunks = qkDim / chunkValues();
+  // Elements of the cache (and of a stage) per 16-byte chunk.
+  int64_t elements = format == CacheFormat::BF16 ? 8 : kChunk;
+  auto tokenType = b.getType<nvgpu::DeviceAsyncTokenType>();
+  Value tileIsReal = k.lessThan(tileStart, item.end);
+  TileCopies copies;
+  for (int64_t slot = 0; slot < tileSlots(); ++slot) {
+    Value e = k.add(thread.tid, k.idx(kThreads * slot));
+    Value clamped = k.minS(e, k.idx(tileChunks() - 1));
+    Value r = k.div(clamped, k.idx(rowChunks));
+    Value chunk = k.rem(clamped, k.idx(rowChunks));
+    Value row = cacheRow(b, k.minS(k.add(tileStart, r), item.lastPos));
+    Value col = k.mul(chunk, k.idx(elements));
+    Value copies16 = tileIsReal;
+    if (kThreads * (slot + 1) > tileChunks())
+      copies16 = arith::AndIOp::create(b, loc, copies16,
+                                       k.lessThan(e, k.idx(tileChunks())));
+    ifThen(b, loc, copies16, [&] {
+      // .cg: the tile is read once, from shared memory; L1 would not help.
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, tokenType, smem.stages, ValueRange{stage, r, col}, args.kv,
+          ValueRange{row, col}, b.getIndexAttr(elements),
+          /*srcElements=*/Value(), b.getUnitAttr());
+    });
+    if (format == CacheFormat::MXFP4)
+      copies.scales.push_back(k.load(args.kvScale, {row, chunk}));
+  }
+  // The group by the NVVM op: the copies sit in conditionals, and nvgpu's
+  // group of no tokens does not print back as it parses.
+  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  return copies;
+}
+
+void SM90PartialKernel::emitTileWait(OpBuilder &b) {
+  // The oldest group in flight: the next tile's.
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, plan.stages() - 1);
+}
+
+void SM90PartialKernel::emitTileDecode(OpBuilder &b, Value stage,
+                                       ValueRange scales) {
   KernelBuilder k{b, loc};
   int64_t values = chunkValues(), rowChunks = qkDim / values;
-  int64_t perSlot = format == CacheFormat::MXFP4 ? 2 : 1;
-  int64_t slots = static_cast<int64_t>(loaded.size()) / perSlot;
-  for (int64_t slot = 0; slot < slots; ++slot) {
+  for (int64_t slot = 0; slot < tileSlots(); ++slot) {
     Value e = k.add(thread.tid, k.idx(kThreads * slot));
     Value r = k.div(e, k.idx(rowChunks));
-    Value col = k.mul(k.rem(e, k.idx(rowChunks)), k.idx(values));
-    Value raw = loaded[perSlot * slot];
-    auto store = [&] {
-      Value v = raw;
-      if (format == CacheFormat::FP8)
-        v = fp8ToF16(b, loc, raw);
-      else if (format == CacheFormat::MXFP4)
-        v = e2m1ToBf16(b, loc, raw, loaded[perSlot * slot + 1]);
-      vector::StoreOp::create(b, loc, v, smem.tile, ValueRange{r, col},
+    Value chunk = k.rem(e, k.idx(rowChunks));
+    auto decode = [&] {
+      // The thread's own copy: landed at its wait, no barrier needed.
+      Value raw = vector::LoadOp::create(
+          b, loc, VectorType::get({kChunk}, b.getI8Type()), smem.stages,
+          ValueRange{stage, r, k.mul(chunk, k.idx(kChunk))},
+          /*nontemporal=*/false, llvm::Align(kChunk));
+      Value v = format == CacheFormat::FP8
+                    ? fp8ToF16(b, loc, raw)
+                    : e2m1ToBf16(b, loc, raw, scales[slot]);
+      vector::StoreOp::create(b, loc, v, smem.tile,
+                              ValueRange{r, k.mul(chunk, k.idx(values))},
                               /*nontemporal=*/false, llvm::Align(kChunk));
     };
     if (kThreads * (slot + 1) <= tileChunks())
-      store();
+      decode();
     else
-      ifThen(b, loc, k.lessThan(e, k.idx(tileChunks())), store);
+      ifThen(b, loc, k.lessThan(e, k.idx(tileChunks())), decode);
   }
 }

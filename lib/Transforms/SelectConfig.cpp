@@ -87,7 +87,10 @@ struct MLASelectConfigPass
       int64_t headsPerWg = pick(headsPerWorkgroup, heads);
       int64_t waves = pick(wavesPerWorkgroup,
                            nvidia ? SM90KernelPlan::kWarps : isGpu ? 4 : 1);
-      int64_t stages = pick(pipelineStages, isGpu && !nvidia ? 2 : 1);
+      int64_t stages = pick(pipelineStages,
+                            nvidia  ? SM90KernelPlan::kDefaultStages
+                            : isGpu ? 2
+                                    : 1);
       int64_t vDim = static_cast<int64_t>(op.getVHeadDim());
       auto rowGroupWavesFor = [&](int64_t tile) {
         return pick(wavesPerRowGroup,
@@ -98,18 +101,18 @@ struct MLASelectConfigPass
       // 64-row tiles, unless the kernel's stages of them do not fit a
       // workgroup's LDS (gfx950: bf16 rows are twice as wide; they fit when
       // the waves share row groups, whose score and P buffers are per
-      // group; sm_90a: the decoded tile sits beside Q in 48 KiB).
+      // group; sm_90a: the stages and tiles of two blocks fit an SM).
       int64_t tile = kvTile;
       if (tile == 0) {
         tile = 64;
         if (isGpu) {
           auto fits = [&](int64_t candidate) {
             if (nvidia)
-              return SM90KernelPlan({cacheFormat(op.getKvFormat()), heads,
-                                     op.getQKHeadDim(), vDim, candidate,
-                                     headsPerWg, waves, stages,
-                                     rowGroupWavesFor(candidate)})
-                         .ldsBytes() <= info->arch->ldsBytesPerWorkgroup;
+              return !SM90KernelPlan({cacheFormat(op.getKvFormat()), heads,
+                                      op.getQKHeadDim(), vDim, candidate,
+                                      headsPerWg, waves, stages,
+                                      rowGroupWavesFor(candidate)})
+                          .unsupported(info->arch->ldsBytesPerWorkgroup);
             PartialKernelShape shape{
                 cacheFormat(op.getKvFormat()), heads,
                 op.getQKHeadDim(),             vDim,

@@ -183,6 +183,8 @@ json::Value kernelToJSON(const ArtifactKernel &kernel) {
       {"lds_bytes", kernel.ldsBytes},
       {"kernarg_bytes", kernel.kernargBytes},
       {"args", std::move(args)}};
+  if (kernel.dynamicLdsBytes > 0)
+    object.emplace_back("dynamic_lds_bytes", kernel.dynamicLdsBytes);
   if (kernel.rowsPerWorkgroup > 0) {
     object.emplace_back("rows_per_workgroup", kernel.rowsPerWorkgroup);
     object.emplace_back("heads_per_block", kernel.headsPerBlock);
@@ -269,6 +271,9 @@ void readKernel(ManifestReader &r, const json::Value *o,
   }
   kernel.ldsBytes = r.integer(o, "lds_bytes", path + ".lds_bytes");
   kernel.kernargBytes = r.integer(o, "kernarg_bytes", path + ".kernarg_bytes");
+  if (o->get("dynamic_lds_bytes"))
+    kernel.dynamicLdsBytes =
+        r.integer(o, "dynamic_lds_bytes", path + ".dynamic_lds_bytes");
   if (o->get("rows_per_workgroup")) {
     kernel.rowsPerWorkgroup =
         r.integer(o, "rows_per_workgroup", path + ".rows_per_workgroup");
@@ -327,7 +332,8 @@ rt::Error checkKernel(const ArtifactKernel &k, size_t index) {
     threads *= b;
   }
   if (threads > limits::kMaxWorkgroupSize || k.ldsBytes < 0 ||
-      k.ldsBytes > limits::kMaxLdsBytes || k.kernargBytes < 0 ||
+      k.ldsBytes > limits::kMaxLdsBytes || k.dynamicLdsBytes < 0 ||
+      k.dynamicLdsBytes > k.ldsBytes || k.kernargBytes < 0 ||
       k.kernargBytes > limits::kMaxKernargBytes)
     return invalid(where, ": launch sizes out of range");
   // Every size expression resolves when the symbols have values.

@@ -44,6 +44,8 @@ struct ArtifactKernel {
   std::array<std::string, 3> grid; // numbers or dim:: symbols
   std::array<int64_t, 3> block = {1, 1, 1};
   int64_t ldsBytes = 0;
+  /// Of those, the bytes the launch passes as dynamic shared memory (cuda).
+  int64_t dynamicLdsBytes = 0;
   int64_t kernargBytes = 0; // explicit arguments; 0 without a code object
   std::vector<ArtifactKernelArg> args;
   /// The partial kernel's row blocks: a workgroup serves up to

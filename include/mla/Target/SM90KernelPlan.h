@@ -1,10 +1,14 @@
 //===- SM90KernelPlan.h - the sm_90a partial kernel's plan ------*- C++ -*-===//
 //
 // How the sm_90a partial-decode kernel is laid out for a decode's shapes and
-// config: a block of 8 warps serves 16 (token, head) rows; a KV tile is
-// decoded into shared memory once per block (f16 for fp8 caches, bf16
-// otherwise), and QK and PV run on the tensor cores (mma.sync m16n8k16, f32
-// accumulators) from there; the online softmax runs 16 threads per row.
+// config: a block of 8 warps serves 16 (token, head) rows; KV tiles stream
+// from global into shared-memory stages by cp.async, pipeline_stages - 1 tiles
+// ahead of the one computed. The tensor cores read bf16 and fp8 stages where
+// cp.async put them (fp8 pairs become f16 in registers); an mxfp4 stage is
+// decoded once per block into a bf16 operand tile. QK and PV run on the tensor cores (mma.sync
+// m16n8k16, f32 accumulators) from there; the online softmax runs 16
+// threads per row. All of it is dynamic shared memory (over the 48 KiB a
+// block's static shared memory may hold).
 // The config verifier checks a config against the target with this plan, and mla-to-gpu builds the kernel from
 // it, so the two cannot disagree about what fits.
 //
@@ -39,6 +43,14 @@ public:
   static constexpr int64_t kBlocksPerSM = 2;
   /// The config's defaults for this kernel.
   static constexpr int64_t kDefaultTile = 16;
+  /// pipeline_stages: tiles in shared memory at once, the one computed and
+  /// the stages - 1 in flight behind it (the bytes in flight hide HBM's
+  /// latency).
+  static constexpr int64_t kDefaultStages = 4;
+  static constexpr int64_t kMaxStages = 8;
+  int64_t stages() const { return s.stages; }
+  /// Shared memory the CUDA driver keeps per resident block.
+  static constexpr int64_t kReservedSharedPerBlock = 1024;
 
   explicit SM90KernelPlan(const SM90KernelShape &shape) : s(shape) {}
 
@@ -60,9 +72,19 @@ public:
   int64_t scoreGroups() const { return s.kvTile / kScoreRowsPerWarp; }
   int64_t scoreParts() const { return kWarps / scoreGroups(); }
   int64_t kSteps() const { return s.qkDim / 16; }
-  /// PV: Dv in n-blocks of 8, dealt to the warps round robin.
+  /// PV: Dv in n-blocks of 8, dealt to the warps round robin; fp8 deals
+  /// groups of 32 columns, each four n-blocks (block j of a group holds
+  /// its columns 4 n + j: a lane's 32-bit read of a V row covers all four;
+  /// the op's Dv is a multiple of 32).
   int64_t outputBlocks() const { return s.vDim / 8; }
+  static constexpr int64_t kGroupColumns = 32;
+  int64_t outputGroups() const { return s.vDim / kGroupColumns; }
+  int64_t outputGroupsPerWarp() const {
+    return (outputGroups() + kWarps - 1) / kWarps;
+  }
   int64_t outputBlocksPerWarp() const {
+    if (s.format == CacheFormat::FP8)
+      return 4 * outputGroupsPerWarp();
     return (outputBlocks() + kWarps - 1) / kWarps;
   }
   /// Tile columns each of a row's 16 threads scores in the softmax.
@@ -70,7 +92,31 @@ public:
   /// Shared memory: Q and the decoded tile (2-byte operands), the warps' partial
   /// scores (f32), P (the operand type) and the rows' rescale factors (f32).
   int64_t qBytes() const { return kRows * rowStride() * 2; }
-  int64_t tileBytes() const { return s.kvTile * rowStride() * 2; }
+  /// mxfp4 is decoded into a bf16 operand tile; bf16 and fp8 stages are
+  /// the operands.
+  bool decodesTile() const { return s.format == CacheFormat::MXFP4; }
+  /// A stage's row: the cache row's bytes (E2M1 pairs for mxfp4, whose
+  /// E8M0 scales travel in registers: cp.async moves 4, 8 or 16 bytes),
+  /// padded like the operand tile for bf16; fp8 rows to 4 mod 8 words, so
+  /// that an ldmatrix's 8 rows and PV's 32-bit reads of rows 2t, 2t + 1,
+  /// 2t + 8, 2t + 9 (t = lane % 4) fall in different banks.
+  int64_t stageRowBytes() const {
+    switch (s.format) {
+    case CacheFormat::BF16:
+      return rowStride() * 2;
+    case CacheFormat::FP8: {
+      int64_t words = s.qkDim / 4;
+      return 4 * (words + (4 - words % 8 + 8) % 8);
+    }
+    case CacheFormat::MXFP4:
+      return s.qkDim / 2;
+    }
+    return 0;
+  }
+  int64_t stageBytes() const { return s.kvTile * stageRowBytes(); }
+  int64_t tileBytes() const {
+    return decodesTile() ? s.kvTile * rowStride() * 2 : 0;
+  }
   /// Elements between two rows of P: kv_tile + 8, so that the 8 rows of an
   /// ldmatrix fall in different banks.
   int64_t pRowStride() const { return s.kvTile + 8; }
@@ -79,17 +125,26 @@ public:
   }
   int64_t pBytes() const { return kRows * pRowStride() * 2; }
   int64_t factorBytes() const { return kRows * 4; }
+  /// Every buffer starts 16-byte aligned.
   int64_t ldsBytes() const {
-    return qBytes() + tileBytes() + partialScoreBytes() + pBytes() +
-           factorBytes();
+    auto aligned = [](int64_t bytes) { return (bytes + 15) / 16 * 16; };
+    return aligned(qBytes()) + aligned(s.stages * stageBytes()) +
+           aligned(tileBytes()) + aligned(partialScoreBytes()) +
+           aligned(pBytes()) + aligned(factorBytes());
   }
   /// The persistent grid on a chip of `computeUnits` SMs.
   static int64_t workgroups(int64_t computeUnits) {
     return computeUnits * kBlocksPerSM;
   }
   /// Why the kernel cannot be built for these shapes and this config
-  /// within `ldsLimit` bytes of static shared memory, if it cannot.
+  /// within `ldsLimit` bytes of shared memory per block, kBlocksPerSM
+  /// blocks per SM, if it cannot. An SM holds a block's limit and the
+  /// driver's reserve (Hopper: 227 + 1 KiB).
   std::optional<std::string> unsupported(int64_t ldsLimit) const;
+  /// Shared memory kBlocksPerSM blocks take, reserves included.
+  int64_t smBytes() const {
+    return kBlocksPerSM * (ldsBytes() + kReservedSharedPerBlock);
+  }
 
 private:
   SM90KernelShape s;

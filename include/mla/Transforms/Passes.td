@@ -427,6 +427,32 @@ def MLAGPUToEmuPass : Pass<"mla-gpu-to-emu", "mlir::ModuleOp"> {
 
 #endif // MLA_TRANSFORMS_PASSES_TD
 
+def MLAWorkgroupMemoryToDynamicPass : Pass<"mla-workgroup-memory-to-dynamic"> {
+  let summary = "A kernel's workgroup attributions as views of its dynamic shared memory";
+  let description = [{
+    A CUDA block's static `.shared` variables may hold 48 KiB; beyond that
+    (up to 227 KiB on sm_90a) the memory must be dynamic, sized at launch
+    and allowed by `cuFuncSetAttribute`. This pass rewrites every
+    `gpu.func` kernel's workgroup attributions into `memref.view`s of one
+    `gpu.dynamic_shared_memory` block, in order, each at an offset aligned
+    to its `llvm.align` (at least 16 bytes), and records the block's size
+    as `dynamic_lds_bytes` in the kernel's `mla.launch`: the runtime's cuda
+    backend passes that many bytes at every launch (docs/artifact.md).
+
+    ```mlir
+    gpu.func @k() workgroup(%a : memref<16x584xf16, #gpu.address_space<workgroup>>) kernel
+    // becomes
+    gpu.func @k() kernel {
+      %base = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+      %a = memref.view %base[%c0][] : ... to memref<16x584xf16, #gpu.address_space<workgroup>>
+    ```
+
+    The emu backend keeps the attributions: the pass runs in
+    `--mla-decode-to-sm90a` only, before the NVVM conversion.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
+}
+
 def MLALowerMathToNVVMPass : Pass<"mla-lower-math-to-nvvm"> {
   let summary = "f32 math ops to the NVPTX approximate instructions, without libdevice";
   let description = [{

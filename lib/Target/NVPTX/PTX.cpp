@@ -75,6 +75,23 @@ std::string mla::nvptx::getChip(mlir::gpu::GPUModuleOp module) {
   return defaultNVIDIAArch().str();
 }
 
+/// gpu.dynamic_shared_memory's block is an internal [0 x i8] in shared
+/// memory, which the NVPTX backend prints as a one-byte `.shared` variable
+/// (and the optimizer may treat accesses past it as undefined). It is
+/// CUDA's `extern __shared__` array: an external declaration, printed
+/// `.extern .shared .align 16 .b8 name[]`.
+static void declareDynamicSharedMemory(llvm::Module &module) {
+  constexpr unsigned kSharedAddressSpace = 3;
+  for (llvm::GlobalVariable &global : module.globals()) {
+    auto *array = llvm::dyn_cast<llvm::ArrayType>(global.getValueType());
+    if (global.getAddressSpace() != kSharedAddressSpace || !array ||
+        array->getNumElements() != 0 || global.isDeclaration())
+      continue;
+    global.setInitializer(nullptr);
+    global.setLinkage(llvm::GlobalValue::ExternalLinkage);
+  }
+}
+
 llvm::Expected<std::unique_ptr<llvm::Module>>
 mla::nvptx::translateToLLVMIR(mlir::gpu::GPUModuleOp module,
                               llvm::LLVMContext &context) {
@@ -107,6 +124,7 @@ mla::nvptx::translateToLLVMIR(mlir::gpu::GPUModuleOp module,
   if (!llvmModule)
     return error("gpu.module @" + module.getName() +
                  " does not translate to LLVM IR (is it lowered to NVVM?)");
+  declareDynamicSharedMemory(*llvmModule);
   auto machine = createTargetMachine(chip);
   if (!machine)
     return machine.takeError();

@@ -112,6 +112,14 @@ struct Lane {
   Fiber *fiber = nullptr; // the lane's stack
   bool done = false;
   const char *waitingAt = nullptr; // what the lane waits for, if it does
+  /// sm_90a cp.async: the copies since the last commit, then the committed
+  /// groups, oldest first (each copy's bytes, read at issue).
+  struct AsyncCopy {
+    int64_t address = 0;
+    std::vector<uint8_t> data;
+  };
+  std::vector<AsyncCopy> openGroup;
+  std::deque<std::vector<AsyncCopy>> asyncGroups;
 };
 
 /// An LDS DMA in flight: the bytes it will write when it retires.
@@ -577,6 +585,45 @@ static void mla_emu_lds_write(int64_t ctx, int64_t address, int64_t bytes) {
   ldsAccess(ctx, address, bytes, /*isWrite=*/true);
 }
 
+/// sm_90a cp.async of `bytes` (4, 8 or 16) from global to shared memory:
+/// the source is read now, the shared bytes land when a wait retires the
+/// copy's group, as the lane's write at that point.
+static void mla_emu_async_copy(int64_t ctx, int64_t src, int64_t dst,
+                               int64_t bytes) {
+  Lane &lane = laneOf(ctx);
+  ldsOffset(lane, dst, bytes, "a cp.async");
+  if (dst % bytes != 0 || src % bytes != 0)
+    fail(lane, "cp.async of " + std::to_string(bytes) +
+                   " bytes needs addresses aligned to them");
+  Lane::AsyncCopy copy;
+  copy.address = dst;
+  const auto *from = reinterpret_cast<const uint8_t *>(src);
+  copy.data.assign(from, from + bytes);
+  lane.openGroup.push_back(std::move(copy));
+}
+
+/// cp.async.commit_group: the lane's copies since the last one, a group.
+static void mla_emu_async_commit(int64_t ctx) {
+  Lane &lane = laneOf(ctx);
+  lane.asyncGroups.push_back(std::move(lane.openGroup));
+  lane.openGroup.clear();
+}
+
+/// cp.async.wait_group N: the lane's oldest groups land until at most N
+/// are pending.
+static void mla_emu_async_wait(int64_t ctx, int64_t pending) {
+  Lane &lane = laneOf(ctx);
+  while (static_cast<int64_t>(lane.asyncGroups.size()) > pending) {
+    for (const Lane::AsyncCopy &copy : lane.asyncGroups.front()) {
+      auto bytes = static_cast<int64_t>(copy.data.size());
+      ldsAccess(ctx, copy.address, bytes, /*isWrite=*/true);
+      std::memcpy(reinterpret_cast<void *>(copy.address), copy.data.data(),
+                  copy.data.size());
+    }
+    lane.asyncGroups.pop_front();
+  }
+}
+
 static void mla_emu_mfma_16x16x128_fp8(int64_t ctx, int64_t a, int64_t b,
                                        int64_t c, int64_t d) {
   waveMfma(ctx, a, b, 32, c, d, [](WaveSlot &, int) {},
@@ -677,6 +724,10 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
       {"mla_emu_ldmatrix", reinterpret_cast<void *>(&mla_emu_ldmatrix)},
       {"mla_emu_prmt", reinterpret_cast<void *>(&mla_emu_prmt)},
       {"mla_emu_lds_write", reinterpret_cast<void *>(&mla_emu_lds_write)},
+      {"mla_emu_async_copy", reinterpret_cast<void *>(&mla_emu_async_copy)},
+      {"mla_emu_async_commit",
+       reinterpret_cast<void *>(&mla_emu_async_commit)},
+      {"mla_emu_async_wait", reinterpret_cast<void *>(&mla_emu_async_wait)},
       {"mla_emu_mfma_16x16x128_fp8",
        reinterpret_cast<void *>(&mla_emu_mfma_16x16x128_fp8)},
       {"mla_emu_mfma_16x16x32_bf16",
