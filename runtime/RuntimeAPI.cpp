@@ -588,6 +588,16 @@ mla_status launch(mla_kernel kernel, mla_plan plan,
       return s;
     if (mla_status s = missing(args->workspace, "workspace"))
       return s;
+    // The GPU kernels read Q and the cache in 16-byte vectors (sm_90a:
+    // 16-byte cp.async).
+    auto misaligned = [](const void *ptr) {
+      return reinterpret_cast<uintptr_t>(ptr) % 16 != 0;
+    };
+    if (misaligned(args->q) || (readsCache && misaligned(args->kv)))
+      return fail(Status::InvalidArgument, "mla_launch: args->",
+                  misaligned(args->q) ? "q" : "kv",
+                  " is not 16-byte aligned (the kernels read it in 16-byte "
+                  "vectors)");
   }
 
   rt::LaunchBuffers b;

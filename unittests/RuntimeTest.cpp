@@ -1252,6 +1252,33 @@ TEST_F(FakeCuda, PacksKernelParametersInOrder) {
   EXPECT_EQ(hook<int (*)()>("fakeCudaLiveModules")(), 0);
 }
 
+/// Q or the cache off a 16-byte boundary: refused before any launch.
+TEST_F(FakeCuda, MisalignedBuffersAreRefused) {
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  ASSERT_EQ(load(MLA_BACKEND_CUDA, fp8SM90aArtifact(), &g.context, &kernel),
+            MLA_SUCCESS)
+      << mla_last_error();
+  DecodeProblem p = smallProblem({70, 300}, 3);
+  mla_plan pl = plan(kernel, p);
+  Launchable l(pl, p);
+  auto count = hook<int (*)()>("fakeCudaLaunchCount");
+  int before = count();
+  for (bool cache : {false, true}) {
+    mla_decode_args shifted = l.args;
+    (cache ? shifted.kv : shifted.q) =
+        static_cast<const char *>(cache ? l.args.kv : l.args.q) + 2;
+    EXPECT_EQ(mla_launch(kernel, pl, &shifted, nullptr),
+              MLA_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(mla_last_error()).find("not 16-byte aligned"),
+              std::string::npos)
+        << mla_last_error();
+  }
+  EXPECT_EQ(count(), before);
+  mla_plan_destroy(pl);
+  mla_kernel_destroy(kernel);
+}
+
 /// Each driver call fails once, in turn: its documented status with the
 /// call's name; nothing stays allocated or loaded; the context recovers.
 TEST_F(FakeCuda, EveryDriverFailureIsReportedAndRecovered) {

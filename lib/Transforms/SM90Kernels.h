@@ -74,6 +74,15 @@ private:
   /// The work item's sequence, positions and the thread's row.
   mlir::Value emitWorkAssignment(mlir::OpBuilder &b, mlir::Value unit);
   mlir::Value emitSequenceLength(mlir::OpBuilder &b);
+  /// `count` 8-column chunks of the block's Q rows, firstChunk + stride i
+  /// (row-major over the block's rows), loaded at once: their values, row
+  /// in the block, first column, and whether the chunk is in the block.
+  struct QChunk {
+    mlir::Value values, row, col, valid;
+  };
+  llvm::SmallVector<QChunk> loadQChunks(mlir::OpBuilder &b,
+                                        mlir::Value firstChunk, int64_t stride,
+                                        int64_t count);
   /// The row block's Q rows into shared memory.
   void emitQLoad(mlir::OpBuilder &b);
   mlir::scf::ForOp emitKVLoop(mlir::OpBuilder &b);

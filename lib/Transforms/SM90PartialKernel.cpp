@@ -225,8 +225,10 @@ void SM90PartialKernel::emitUnit(OpBuilder &b, Value unit) {
       emitQLoad(b);
     scf::ForOp loop = emitKVLoop(b);
     // Only empty groups (tiles past the item) can be in flight; none may
-    // land in the next unit's stages.
+    // land in the next unit's stages. The last PV has read the rescale
+    // factors the epilogue overwrites.
     NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    gpu::BarrierOp::create(b, loc);
     emitEpilogue(b, loop);
     // The next unit overwrites Q and the tile that others may still read.
     gpu::BarrierOp::create(b, loc);
@@ -277,21 +279,39 @@ Value SM90PartialKernel::emitWorkAssignment(OpBuilder &b, Value unit) {
   return k.lessThan(item.firstRow, item.numRows);
 }
 
+SmallVector<SM90PartialKernel::QChunk>
+SM90PartialKernel::loadQChunks(OpBuilder &b, Value firstChunk,
+                               int64_t stride, int64_t count) {
+  KernelBuilder k{b, loc};
+  // Chunk e: 8 columns of row e / (Dqk / 8) of the block; rows past the
+  // item repeat its last row. All loads first: they fly together.
+  int64_t rowChunks = qkDim / 8, chunks = kRows * rowChunks;
+  SmallVector<QChunk> loaded;
+  for (int64_t i = 0; i < count; ++i) {
+    Value e = k.add(firstChunk, k.idx(stride * i));
+    Value clamped = k.minS(e, k.idx(chunks - 1));
+    Value r = k.div(clamped, k.idx(rowChunks));
+    Value col = k.mul(k.rem(clamped, k.idx(rowChunks)), k.idx(8));
+    Value row = k.minS(k.add(item.firstRow, r), k.sub(item.numRows, c1));
+    Value token = k.add(item.qBegin, k.div(row, k.idx(numHeads)));
+    Value head = k.rem(row, k.idx(numHeads));
+    Value v = vector::LoadOp::create(
+        b, loc, VectorType::get({8}, b.getBF16Type()), args.q,
+        ValueRange{token, head, col}, /*nontemporal=*/false, llvm::Align(16));
+    loaded.push_back({v, r, col, k.lessThan(e, k.idx(chunks))});
+  }
+  return loaded;
+}
+
 void SM90PartialKernel::emitQLoad(OpBuilder &b) {
   KernelBuilder k{b, loc};
-  // Element e of the block's 16 x Dqk rows, consecutive threads on
-  // consecutive columns; rows past the item repeat its last row.
-  forLoop(b, loc, thread.tid, k.idx(kRows * qkDim), k.idx(kThreads),
-          [&](Value e) {
-            Value r = k.div(e, k.idx(qkDim));
-            Value d = k.rem(e, k.idx(qkDim));
-            Value row = k.minS(k.add(item.firstRow, r),
-                               k.sub(item.numRows, c1));
-            Value token = k.add(item.qBegin, k.div(row, k.idx(numHeads)));
-            Value head = k.rem(row, k.idx(numHeads));
-            Value v = k.load(args.q, {token, head, d});
-            memref::StoreOp::create(b, loc, v, smem.q, ValueRange{r, d});
-          });
+  int64_t chunks = kRows * qkDim / 8;
+  for (const QChunk &c : loadQChunks(b, thread.tid, kThreads,
+                                     (chunks + kThreads - 1) / kThreads))
+    ifThen(b, loc, c.valid, [&] {
+      vector::StoreOp::create(b, loc, c.values, smem.q, ValueRange{c.row, c.col},
+                              /*nontemporal=*/false, llvm::Align(16));
+    });
 }
 
 Type SM90PartialKernel::operandType(Builder &b) const {
@@ -301,35 +321,37 @@ Type SM90PartialKernel::operandType(Builder &b) const {
 
 void SM90PartialKernel::emitScaledQLoad(OpBuilder &b) {
   KernelBuilder k{b, loc};
-  Type f32 = b.getF32Type(), i32 = b.getI32Type();
-  // The thread's row's columns lane, lane + 16, ...: their largest |q|.
-  auto rowColumns = [&](ValueRange init,
-                        llvm::function_ref<Value(Value, Value, ValueRange)>
-                            body) {
-    return scf::ForOp::create(
-        b, loc, thread.lane, k.idx(qkDim), k.idx(kLanes), init,
-        [&](OpBuilder &lb, Location, Value d, ValueRange carried) {
-          OpBuilder::InsertionGuard g(b);
-          b.setInsertionPointToStart(lb.getInsertionBlock());
-          Value q = arith::ExtFOp::create(
-              b, loc, f32, k.load(args.q, {thread.tokenRow, thread.head, d}));
-          Value next = body(q, d, carried);
-          scf::YieldOp::create(b, loc,
-                               next ? ValueRange{next} : ValueRange{});
-        });
-  };
-  // The largest |q| of the row (the sign bit cleared), over its 16 threads.
-  auto maxLoop = rowColumns({k.f32(0.0)}, [&](Value q, Value, ValueRange c) {
-    Value bits = arith::AndIOp::create(
-        b, loc, arith::BitcastOp::create(b, loc, i32, q), k.i32(0x7fffffff));
-    return k.fmax(c[0], arith::BitcastOp::create(b, loc, f32, bits));
-  });
-  Value rowMax = arith::BitcastOp::create(
-      b, loc, i32, rowReduce(b, maxLoop.getResult(0), /*isMax=*/true));
+  Type f32 = b.getF32Type(), i32 = b.getI32Type(), f16 = b.getF16Type();
+  // The thread's row's chunks lane, lane + 16, ... (each 8 columns).
+  int64_t rowChunks = qkDim / 8;
+  Value first = k.add(k.mul(thread.row, k.idx(rowChunks)), thread.lane);
+  SmallVector<QChunk> chunks =
+      loadQChunks(b, first, kLanes, (rowChunks + kLanes - 1) / kLanes);
+  // The largest |q| of the row (the sign bit cleared), over its 16 threads;
+  // a chunk past the row (in the next, or clamped) does not count.
+  Value rowMax = k.f32(0.0);
+  for (const QChunk &c : chunks) {
+    Value ownRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         c.row, thread.row);
+    Value counts = arith::AndIOp::create(b, loc, c.valid, ownRow);
+    for (int64_t i = 0; i < 8; ++i) {
+      Value q = arith::ExtFOp::create(
+          b, loc, f32,
+          Value(vector::ExtractOp::create(b, loc, c.values,
+                                          ArrayRef<int64_t>{i})));
+      Value bits = arith::AndIOp::create(
+          b, loc, arith::BitcastOp::create(b, loc, i32, q),
+          k.i32(0x7fffffff));
+      Value magnitude = arith::BitcastOp::create(b, loc, f32, bits);
+      rowMax = arith::SelectOp::create(b, loc, counts,
+                                       k.fmax(rowMax, magnitude), rowMax);
+    }
+  }
+  rowMax = arith::BitcastOp::create(b, loc, i32,
+                                    rowReduce(b, rowMax, /*isMax=*/true));
   // 2^(141 - e) for the max's biased exponent e, as f32 bits 141 - e + 127
   // clamped to [1, 253] (a zero row: any scale; its inverse stays finite).
-  Value exponent =
-      arith::ShRUIOp::create(b, loc, rowMax, k.i32(23));
+  Value exponent = arith::ShRUIOp::create(b, loc, rowMax, k.i32(23));
   Value field = arith::SubIOp::create(b, loc, k.i32(268), exponent);
   field = arith::MaxSIOp::create(b, loc, field, k.i32(1));
   field = arith::MinSIOp::create(b, loc, field, k.i32(253));
@@ -343,20 +365,37 @@ void SM90PartialKernel::emitScaledQLoad(OpBuilder &b) {
   // Within each k-step, column 4 t + e is stored where the mma reads
   // k = 2 t + e (e < 2) or 2 t + 8 + (e - 2): the k order of the K
   // fragments that ldmatrix reads from the fp8 stage (a lane's 4 bytes of
-  // a row are its k = 2 t, 2 t + 1, 2 t + 8, 2 t + 9).
-  rowColumns({}, [&](Value q, Value d, ValueRange) {
-    Value v = arith::TruncFOp::create(b, loc, b.getF16Type(), k.fmul(q, scale));
-    Value j = k.rem(d, k.idx(16));
-    Value t = k.div(j, k.idx(4)), e = k.rem(j, k.idx(4));
-    Value high = k.lessThan(k.idx(1), e);
-    Value slot = k.add(k.mul(t, k.idx(2)),
-                       k.add(e, arith::SelectOp::create(b, loc, high,
-                                                        k.idx(6), c0)));
-    Value column = k.add(k.sub(d, j), slot);
-    memref::StoreOp::create(b, loc, v, smem.q,
-                            ValueRange{thread.row, column});
-    return Value();
-  });
+  // a row are its k = 2 t, 2 t + 1, 2 t + 8, 2 t + 9). A chunk's columns
+  // 4 t .. 4 t + 3 are two f16 pairs.
+  auto f16x2 = VectorType::get({2}, f16);
+  for (const QChunk &c : chunks) {
+    Value stored = arith::AndIOp::create(
+        b, loc, c.valid,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, c.row,
+                              thread.row));
+    ifThen(b, loc, stored, [&] {
+      Value stepStart = k.mul(k.div(c.col, k.idx(16)), k.idx(16));
+      Value t0 = k.div(k.sub(c.col, stepStart), k.idx(4));
+      for (int64_t p = 0; p < 4; ++p) {
+        SmallVector<Value> pair;
+        for (int64_t e = 0; e < 2; ++e) {
+          Value q = arith::ExtFOp::create(
+              b, loc, f32,
+              Value(vector::ExtractOp::create(b, loc, c.values,
+                                              ArrayRef<int64_t>{2 * p + e})));
+          pair.push_back(
+              arith::TruncFOp::create(b, loc, f16, k.fmul(q, scale)));
+        }
+        // Columns 4 t + 2 (p % 2) .. + 1 of t = t0 + p / 2.
+        Value t = k.add(t0, k.idx(p / 2));
+        Value slot = k.add(k.mul(t, k.idx(2)), k.idx(p % 2 ? 8 : 0));
+        vector::StoreOp::create(
+            b, loc, vector::FromElementsOp::create(b, loc, f16x2, pair),
+            smem.q, ValueRange{thread.row, k.add(stepStart, slot)},
+            /*nontemporal=*/false, llvm::Align(4));
+      }
+    });
+  }
 }
 
 scf::ForOp SM90PartialKernel::emitKVLoop(OpBuilder &b) {
@@ -365,20 +404,15 @@ scf::ForOp SM90PartialKernel::emitKVLoop(OpBuilder &b) {
   for (int64_t c = 0; c < 4 * plan.outputBlocksPerWarp(); ++c)
     init.push_back(k.f32(0.0));
   numAccumulators = init.size() - 2;
-  // The first pipeline_stages tiles in flight, the first one landed (and
-  // decoded); the barrier also publishes Q.
+  // The first pipeline_stages - 1 tiles in flight; each step issues the
+  // next one (its stage's last reader has passed the step's first barrier).
   SmallVector<Value> scales;
-  for (int64_t s = 0; s < plan.stages(); ++s) {
+  for (int64_t s = 0; s + 1 < plan.stages(); ++s) {
     TileCopies copies =
         emitTileCopies(b, k.add(item.begin, k.idx(s * tile)), k.idx(s));
     llvm::append_range(scales, copies.scales);
   }
-  emitTileWait(b);
-  int64_t slots = format == CacheFormat::MXFP4 ? tileSlots() : 0;
-  if (plan.decodesTile())
-    emitTileDecode(b, c0, ArrayRef<Value>(scales).take_front(slots));
-  gpu::BarrierOp::create(b, loc);
-  llvm::append_range(init, ArrayRef<Value>(scales).drop_front(slots));
+  llvm::append_range(init, scales);
   return scf::ForOp::create(
       b, loc, item.begin, item.end, k.idx(tile), init,
       [&](OpBuilder &lb, Location, Value tileStart, ValueRange carried) {
@@ -406,10 +440,24 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   KernelBuilder k{b, loc};
   Value runMax = carried[0], runSum = carried[1];
   ValueRange accIn = carried.slice(2, numAccumulators);
+  // mxfp4: the scales of this tile and the ones in flight behind it.
   ValueRange scaleQueue = carried.drop_front(2 + numAccumulators);
   Value stages = k.idx(plan.stages());
   computeStage =
       k.rem(k.div(k.sub(tileStart, item.begin), k.idx(tile)), stages);
+  // This tile has landed (the thread's copies); the barrier publishes them
+  // (and Q), and puts the previous step's PV, the last reader of the stage
+  // refilled next, behind every thread.
+  emitTileWait(b);
+  gpu::BarrierOp::create(b, loc);
+  int64_t slots = format == CacheFormat::MXFP4 ? tileSlots() : 0;
+  if (plan.decodesTile())
+    emitTileDecode(b, computeStage, scaleQueue.take_front(slots));
+  TileCopies copies = emitTileCopies(
+      b, k.add(tileStart, k.idx((plan.stages() - 1) * tile)),
+      k.rem(k.add(computeStage, k.idx(plan.stages() - 1)), stages));
+  if (plan.decodesTile())
+    gpu::BarrierOp::create(b, loc);
   emitScoreMma(b);
   gpu::BarrierOp::create(b, loc);
   SmallVector<Value> scores = emitScores(b, tileStart);
@@ -442,21 +490,6 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   // P and the rescale factors of every row.
   gpu::BarrierOp::create(b, loc);
   SmallVector<Value> acc = emitOutputMma(b, accIn);
-  // The stage this step read takes the tile pipeline_stages ahead; the
-  // next tile lands (and is decoded over the one PV read).
-  gpu::BarrierOp::create(b, loc);
-  TileCopies copies = emitTileCopies(
-      b, k.add(tileStart, k.idx(plan.stages() * tile)), computeStage);
-  emitTileWait(b);
-  int64_t slots = format == CacheFormat::MXFP4 ? tileSlots() : 0;
-  if (plan.decodesTile()) {
-    Value next = k.add(tileStart, k.idx(tile));
-    Value nextStage = k.rem(k.add(computeStage, c1), stages);
-    ifThen(b, loc, k.lessThan(next, item.end), [&] {
-      emitTileDecode(b, nextStage, scaleQueue.take_front(slots));
-    });
-  }
-  gpu::BarrierOp::create(b, loc);
   SmallVector<Value> results = {newMax, newSum};
   llvm::append_range(results, acc);
   llvm::append_range(results, scaleQueue.drop_front(slots));

@@ -192,8 +192,9 @@ SM90PartialKernel::emitTileCopies(OpBuilder &b, Value tileStart, Value stage) {
 }
 
 void SM90PartialKernel::emitTileWait(OpBuilder &b) {
-  // The oldest group in flight: the next tile's.
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, plan.stages() - 1);
+  // The oldest group in flight, the step's tile; the pipeline_stages - 2
+  // behind it may stay in flight.
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, plan.stages() - 2);
 }
 
 void SM90PartialKernel::emitTileDecode(OpBuilder &b, Value stage,
