@@ -194,7 +194,8 @@ gpu::GPUFuncOp PlanKernel::build(OpBuilder &mb, StringRef name) {
   for (int i = 0; i < 3; ++i)
     status = k.add(status, flag(k.lessThan(c0, totals[i + 1]), bits[i]));
   Value tile = k.idx(f.kvTile);
-  Value perCU = ceilDiv(maxS(totals[0], c1), k.idx(f.computeUnits));
+  // The workgroups that run at once: the persistent grid.
+  Value perCU = ceilDiv(maxS(totals[0], c1), k.idx(f.workgroups));
   Value chunk = maxS(k.mul(ceilDiv(perCU, tile), tile),
                      k.idx(f.minTilesPerItem * f.kvTile));
 
@@ -348,7 +349,7 @@ PlanKernel::Split PlanKernel::emitSplit(Value kvLen, Value chunk) {
   // As mla::planSplits: equal items on tile boundaries, trailing empties
   // dropped.
   Value tile = k.idx(f.kvTile);
-  Value n = clamp(ceilDiv(kvLen, chunk), 1, k.idx(f.maxSplitsPerSeq));
+  Value n = clamp(k.div(kvLen, chunk), 1, k.idx(f.maxSplitsPerSeq));
   Value size = k.mul(ceilDiv(maxS(ceilDiv(kvLen, n), c1), tile), tile);
   return {maxS(ceilDiv(kvLen, size), c1), size};
 }

@@ -1,12 +1,17 @@
 //===- SplitPlanner.cpp - balanced split-KV work lists --------------------===//
 //
 // Balanced policy: all sequences are cut into items of (about) one common
-// chunk size, chosen so that the total work spreads over every CU once. An
+// chunk size, chosen so that the total work spreads over the G workgroups
+// that run at once (the persistent grid; without one, the CUs) once. An
 // item of sequence b keeps w_b workgroups busy (its q_len·H query rows over
 // the rows one workgroup serves), so:
 //
-//   chunk = max(roundUp(ceil(sum_b len_b·w_b / CUs), tile), minTilesPerItem * tile)
-//   items(b) = clamp(ceil(len_b / chunk), 1, maxSplitsPerSeq)
+//   chunk = max(roundUp(ceil(sum_b len_b·w_b / G), tile), minTilesPerItem * tile)
+//   items(b) = clamp(floor(len_b / chunk), 1, maxSplitsPerSeq)
+//
+// The floor keeps the items' workgroups within G (sum_b items(b)·w_b <= G
+// but for sequences shorter than a chunk): one more item than the grid
+// holds would make some workgroup run two, doubling the decode's time.
 //
 // A long sequence therefore gets many items and a short one a single item
 // (which can be written without a combine): on {8192, 16, 16, 16} only the
@@ -140,7 +145,8 @@ rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
   const int64_t tile = options.kvTile;
   int64_t chunk = 0;
   if (options.forcedSplits == 0) {
-    int64_t perCU = ceilDiv(std::max<int64_t>(total, 1), computeUnits);
+    int64_t grid = options.workgroups > 0 ? options.workgroups : computeUnits;
+    int64_t perCU = ceilDiv(std::max<int64_t>(total, 1), grid);
     chunk = std::max(roundUp(perCU, tile), options.minTilesPerItem * tile);
   }
 
@@ -155,8 +161,7 @@ rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
       splits = options.forcedSplits;
       itemSize = std::max<int64_t>(ceilDiv(len, splits), 1);
     } else {
-      splits = std::clamp<int64_t>(ceilDiv(len, chunk), 1,
-                                   options.maxSplitsPerSeq);
+      splits = std::clamp<int64_t>(len / chunk, 1, options.maxSplitsPerSeq);
       // Equal items, boundaries on tiles; clamping keeps them inside.
       itemSize = roundUp(std::max<int64_t>(ceilDiv(len, splits), 1), tile);
       // Rounding up to tiles can leave trailing items empty: drop them.
