@@ -34,6 +34,12 @@ FailureOr<int64_t> toDynamic(gpu::GPUFuncOp func) {
   ArrayRef<BlockArgument> attributions = func.getWorkgroupAttributions();
   if (attributions.empty())
     return 0;
+  for (auto [index, attribution] : llvm::enumerate(attributions)) {
+    auto type = cast<MemRefType>(attribution.getType());
+    if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+      return func.emitOpError("workgroup attribution ")
+             << index << " is not a static, contiguous memref: " << type;
+  }
   OpBuilder b(func.getContext());
   b.setInsertionPointToStart(&func.getBody().front());
   Location loc = func.getLoc();
@@ -47,9 +53,6 @@ FailureOr<int64_t> toDynamic(gpu::GPUFuncOp func) {
   for (auto [index, argument] : llvm::enumerate(attributions)) {
     BlockArgument attribution = argument;
     auto type = cast<MemRefType>(attribution.getType());
-    if (!type.hasStaticShape() || !type.getLayout().isIdentity())
-      return func.emitOpError("workgroup attribution ")
-             << index << " is not a static, contiguous memref: " << type;
     offset = llvm::alignTo(offset, alignmentOf(func, index));
     Value at = arith::ConstantIndexOp::create(b, loc, offset);
     Value view = memref::ViewOp::create(b, loc, type, base, at, ValueRange{});
