@@ -26,6 +26,10 @@ SM90KernelPlan::unsupported(int64_t ldsLimit) const {
   else if (s.qkDim % 16 != 0 || s.vDim % 8 != 0)
     why << "the sm_90a kernel needs Dqk a multiple of 16 and Dv of 8 (Dqk = "
         << s.qkDim << ", Dv = " << s.vDim << ")";
+  else if (rowChunks() > kThreads)
+    why << "the sm_90a kernel copies a cache row by at most " << kThreads
+        << " 16-byte chunks (Dqk = " << s.qkDim << " needs " << rowChunks()
+        << ")";
   else if (smBytes() > ldsLimit + kReservedSharedPerBlock)
     why << "the sm_90a kernel needs " << ldsBytes()
         << " bytes of shared memory (q " << qBytes() << ", " << s.stages

@@ -164,6 +164,9 @@ void mla::buildDecodeToSM90aPipeline(OpPassManager &pm,
   device.addPass(createMLALowerMathToNVVMPass());
   // Shared memory over static .shared's 48 KiB: one dynamic block.
   device.addPass(createMLAWorkgroupMemoryToDynamicPass());
+  // Views (a thread's copy destinations) to offsets and strides.
+  device.addPass(memref::createExpandStridedMetadataPass());
+  device.addPass(createLowerAffinePass());
   // ldmatrix (nvgpu) to nvvm.ldmatrix on shared-memory pointers.
   device.addPass(createConvertNVGPUToNVVMPass());
   device.addPass(createConvertGpuOpsToNVVMOps());

@@ -4,17 +4,17 @@
 // level as the gfx950 kernel, with the same arguments, work list and
 // persistent schedule; the combine and plan kernels are the target-neutral
 // ones of GFX950Kernels.h. Its layout is the SM90KernelPlan's
-// (mla/Target/SM90KernelPlan.h): a block of 256 threads serves 16 (token,
-// head) rows, 16 threads per row; each KV tile is decoded once into shared
-// memory as bf16 (exact for every cache format), then
+// (mla/Target/SM90KernelPlan.h): a block of 8 warps serves 16 (token,
+// head) rows; KV tiles stream into shared-memory stages by cp.async
+// (SM90TileDecode.cpp), then
 //
-//   QK       the row's 16 threads take tile rows lane, lane + 16, ...
-//   softmax  online, in f32, reduced over the row's 16 threads by shuffles
-//   PV       the row's 16 threads take output columns lane, lane + 16, ...
+//   QK       mma.sync, each warp 16 tile rows over its share of Dqk; the
+//            warps' partial scores add through shared memory
+//   softmax  online, in f32, 16 threads a row, reduced by shuffles
+//   PV       mma.sync, each warp its Dv columns over the whole tile
 //
-// in f32 on the CUDA cores. It is the correct baseline of the target: its
-// operands stay in generic ops (memref, arith, scf, gpu), so it lowers
-// through MLIR's NVVM conversion alone.
+// (SM90TensorCore.cpp). fp8 operands come from the stage's bytes, e4m3
+// pairs to f16 in registers; an mxfp4 stage is decoded into a bf16 tile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,14 +85,21 @@ private:
                                         int64_t count);
   /// The row block's Q rows into shared memory.
   void emitQLoad(mlir::OpBuilder &b);
-  mlir::scf::ForOp emitKVLoop(mlir::OpBuilder &b);
+  /// The copies of the first pipeline_stages - 1 tiles (mxfp4: their
+  /// scales, which the KV loop carries).
+  llvm::SmallVector<mlir::Value> emitFirstTiles(mlir::OpBuilder &b);
+  mlir::scf::ForOp emitKVLoop(mlir::OpBuilder &b, mlir::ValueRange scales);
   void emitLoopStep(mlir::OpBuilder &b, mlir::Value tileStart,
                     mlir::ValueRange carried);
-  /// Cache values per 16-byte chunk of a row, chunks per tile, and the
-  /// thread's share of them.
+  /// Cache values per 16-byte chunk of a row.
   int64_t chunkValues() const;
-  int64_t tileChunks() const;
-  int64_t tileSlots() const;
+  /// The thread's copy slot `slot` of a tile (SM90KernelPlan::rowChunks):
+  /// its tile row and chunk of the row, and whether it copies (null:
+  /// always). The mxfp4 decode reads the thread's own copies by it.
+  struct CopySlot {
+    mlir::Value row, chunk, valid;
+  };
+  CopySlot copySlot(mlir::OpBuilder &b, int64_t slot);
   struct TileCopies {
     /// mxfp4: the E8M0 scale of each of the thread's chunks (cp.async moves
     /// 4, 8 or 16 aligned bytes; a row's 18 scales are not).
@@ -102,6 +109,12 @@ private:
   /// `stage` by cp.async, one commit group (empty past the item's end).
   TileCopies emitTileCopies(mlir::OpBuilder &b, mlir::Value tileStart,
                             mlir::Value stage);
+  /// The copies of tile row r from cache row cacheRowOf(r), if tileIsReal
+  /// (null: always).
+  TileCopies emitRowCopies(mlir::OpBuilder &b, mlir::Value stage,
+                           mlir::Value tileIsReal,
+                           llvm::function_ref<mlir::Value(mlir::Value)>
+                               cacheRowOf);
   /// Until the oldest tile in flight has landed (the thread's copies).
   void emitTileWait(mlir::OpBuilder &b);
   /// fp8, mxfp4: the thread's chunks of stage `stage` decoded into the
@@ -161,10 +174,14 @@ private:
   /// group `group`'s four n-blocks, from the stage's bytes.
   llvm::SmallVector<std::array<mlir::Value, 2>>
   loadFp8VFragments(mlir::OpBuilder &b, mlir::Value row0, mlir::Value group);
-  /// The output column of element e (0, 1) of the thread's accumulator
-  /// pair in its n-block j, and whether the block lies within Dv.
-  std::pair<mlir::Value, mlir::Value> outputColumn(mlir::OpBuilder &b,
-                                                   int64_t j, int64_t e);
+  /// The thread's output in vectors of consecutive columns from `col`:
+  /// the accumulators of a row half (add 2 for rows g + 8) that hold them,
+  /// and whether they lie within Dv.
+  struct OutputVector {
+    mlir::Value col, inDv;
+    llvm::SmallVector<int64_t> accumulators;
+  };
+  llvm::SmallVector<OutputVector> outputVectors(mlir::OpBuilder &b);
   /// Max or sum over the row's 16 threads.
   mlir::Value rowReduce(mlir::OpBuilder &b, mlir::Value v, bool isMax);
   void emitEpilogue(mlir::OpBuilder &b, mlir::scf::ForOp loop);
@@ -192,6 +209,8 @@ private:
   mlir::Value computeStage;
   struct WorkItem {
     mlir::Value seq, begin, end, slot, qBegin, qLen, kvBegin, kvLen, lastPos;
+    /// The sequence has this item only: its rows are final.
+    mlir::Value direct;
     /// The block's first row (token-major over q_len·H) and row count.
     mlir::Value firstRow, numRows;
   } item;

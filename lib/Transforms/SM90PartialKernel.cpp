@@ -219,11 +219,13 @@ void SM90PartialKernel::emitUnit(OpBuilder &b, Value unit) {
   // Uniform over the block: every thread reaches the same barriers.
   ifThen(b, loc, blockHasRows, [&] {
     rowScoreScale = scoreScale;
+    // The first tiles' copies before Q's loads: their latencies overlap.
+    SmallVector<Value> scales = emitFirstTiles(b);
     if (format == CacheFormat::FP8)
       emitScaledQLoad(b);
     else
       emitQLoad(b);
-    scf::ForOp loop = emitKVLoop(b);
+    scf::ForOp loop = emitKVLoop(b, scales);
     // Only empty groups (tiles past the item) can be in flight; none may
     // land in the next unit's stages. The last PV has read the rescale
     // factors the epilogue overwrites.
@@ -262,6 +264,12 @@ Value SM90PartialKernel::emitWorkAssignment(OpBuilder &b, Value unit) {
       k.sub(k.loadIndex(args.qoIndptr, {k.add(item.seq, c1)}), item.qBegin);
   item.kvBegin = k.loadIndex(args.kvIndptr, {item.seq});
   item.kvLen = emitSequenceLength(b);
+  // A sequence with a single work item is final at the epilogue (loaded
+  // here, its latency behind the loop's).
+  Value seqItems = k.sub(k.loadIndex(args.itemIndptr, {k.add(item.seq, c1)}),
+                         k.loadIndex(args.itemIndptr, {item.seq}));
+  item.direct =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, seqItems, c1);
   // Row blocks count the item's q_len·H rows token-major, 16 at a time.
   item.numRows = k.mul(item.qLen, k.idx(numHeads));
   item.firstRow = k.mul(rowBlock, k.idx(kRows));
@@ -304,7 +312,6 @@ SM90PartialKernel::loadQChunks(OpBuilder &b, Value firstChunk,
 }
 
 void SM90PartialKernel::emitQLoad(OpBuilder &b) {
-  KernelBuilder k{b, loc};
   int64_t chunks = kRows * qkDim / 8;
   for (const QChunk &c : loadQChunks(b, thread.tid, kThreads,
                                      (chunks + kThreads - 1) / kThreads))
@@ -398,12 +405,8 @@ void SM90PartialKernel::emitScaledQLoad(OpBuilder &b) {
   }
 }
 
-scf::ForOp SM90PartialKernel::emitKVLoop(OpBuilder &b) {
+SmallVector<Value> SM90PartialKernel::emitFirstTiles(OpBuilder &b) {
   KernelBuilder k{b, loc};
-  SmallVector<Value> init = {negInf, k.f32(0.0)};
-  for (int64_t c = 0; c < 4 * plan.outputBlocksPerWarp(); ++c)
-    init.push_back(k.f32(0.0));
-  numAccumulators = init.size() - 2;
   // The first pipeline_stages - 1 tiles in flight; each step issues the
   // next one (its stage's last reader has passed the step's first barrier).
   SmallVector<Value> scales;
@@ -412,6 +415,15 @@ scf::ForOp SM90PartialKernel::emitKVLoop(OpBuilder &b) {
         emitTileCopies(b, k.add(item.begin, k.idx(s * tile)), k.idx(s));
     llvm::append_range(scales, copies.scales);
   }
+  return scales;
+}
+
+scf::ForOp SM90PartialKernel::emitKVLoop(OpBuilder &b, ValueRange scales) {
+  KernelBuilder k{b, loc};
+  SmallVector<Value> init = {negInf, k.f32(0.0)};
+  for (int64_t c = 0; c < 4 * plan.outputBlocksPerWarp(); ++c)
+    init.push_back(k.f32(0.0));
+  numAccumulators = init.size() - 2;
   llvm::append_range(init, scales);
   return scf::ForOp::create(
       b, loc, item.begin, item.end, k.idx(tile), init,
@@ -450,7 +462,7 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   // refilled next, behind every thread.
   emitTileWait(b);
   gpu::BarrierOp::create(b, loc);
-  int64_t slots = format == CacheFormat::MXFP4 ? tileSlots() : 0;
+  int64_t slots = format == CacheFormat::MXFP4 ? plan.copyPasses() : 0;
   if (plan.decodesTile())
     emitTileDecode(b, computeStage, scaleQueue.take_front(slots));
   TileCopies copies = emitTileCopies(
@@ -550,10 +562,7 @@ void SM90PartialKernel::emitEpilogue(OpBuilder &b, scf::ForOp loop) {
       negInf);
   // A sequence with a single work item is final here: bf16 output and lse
   // (the combine kernel skips it); otherwise the partials.
-  Value seqItems = k.sub(k.loadIndex(args.itemIndptr, {k.add(item.seq, c1)}),
-                         k.loadIndex(args.itemIndptr, {item.seq}));
-  Value direct =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, seqItems, c1);
+  Value direct = item.direct;
   storeRowFactor(b, factor);
   Value firstLane =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread.lane, c0);

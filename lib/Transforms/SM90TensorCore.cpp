@@ -29,6 +29,8 @@ using namespace mla;
 namespace {
 constexpr int64_t kLanes = SM90KernelPlan::kLanesPerRow;
 constexpr int64_t kWarps = SM90KernelPlan::kWarps;
+/// QK k-steps per loop iteration, at most.
+constexpr int64_t kScoreUnroll = 6;
 
 /// Two operand values as an mma fragment register: bf16 pairs as an i32 (the
 /// first in the low half), f16 pairs as they are (nvvm.mma.sync's types).
@@ -92,27 +94,60 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
   Value kRow = k.add(firstRow, k.add(k.mul(k.div(matrix, c2), k.idx(8)), r8));
   Value kColumn = k.mul(k.rem(matrix, c2), k.idx(8));
   // Two n-blocks' accumulators: one Q fragment per k-step feeds both.
+  auto scoreStep = [&](Value step, ArrayRef<Value> acc) {
+    Value d = k.mul(step, k.idx(16));
+    SmallVector<Value> a =
+        loadMatrices(b, smem.q, {qRow, k.add(d, qColumn)}, 4, false);
+    SmallVector<Value> kFrags =
+        format == CacheFormat::FP8
+            ? loadFp8KFragments(b, firstRow, d)
+            : loadMatrices(b, operandTile(),
+                           tileIndices(kRow, k.add(d, kColumn)), 4, false);
+    SmallVector<Value> next;
+    for (int64_t n = 0; n < 2; ++n)
+      llvm::append_range(next, mma(b, a, {kFrags[2 * n], kFrags[2 * n + 1]},
+                                   acc.slice(4 * n, 4)));
+    return next;
+  };
+  // The warp's k-steps part, part + parts, ...: a loop of `unroll` steps an
+  // iteration, so that ptxas overlaps the next steps' shared-memory loads
+  // with this step's mmas, while the addresses stay one register and
+  // constant offsets (straight-line code has them all hoisted out of the
+  // KV loop, a register each).
+  int64_t whole = plan.kSteps() / parts;
+  int64_t unroll = kScoreUnroll;
+  while (whole % unroll != 0)
+    --unroll;
   SmallVector<Value> zeros(8, k.f32(0.0));
   auto loop = scf::ForOp::create(
-      b, loc, part, k.idx(plan.kSteps()), k.idx(parts), zeros,
-      [&](OpBuilder &lb, Location, Value step, ValueRange c) {
+      b, loc, part, k.add(part, k.idx(whole * parts)),
+      k.idx(unroll * parts), zeros,
+      [&](OpBuilder &lb, Location, Value first, ValueRange carried) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(lb.getInsertionBlock());
-        Value d = k.mul(step, k.idx(16));
-        SmallVector<Value> a =
-            loadMatrices(b, smem.q, {qRow, k.add(d, qColumn)}, 4, false);
-        SmallVector<Value> kFrags =
-            format == CacheFormat::FP8
-                ? loadFp8KFragments(b, firstRow, d)
-                : loadMatrices(b, operandTile(),
-                               tileIndices(kRow, k.add(d, kColumn)), 4, false);
-        SmallVector<Value> next;
-        for (int64_t n = 0; n < 2; ++n)
-          llvm::append_range(
-              next, mma(b, a, {kFrags[2 * n], kFrags[2 * n + 1]},
-                        llvm::to_vector(c.slice(4 * n, 4))));
-        scf::YieldOp::create(b, loc, next);
+        SmallVector<Value> acc(carried);
+        for (int64_t u = 0; u < unroll; ++u)
+          acc = scoreStep(k.add(first, k.idx(u * parts)), acc);
+        scf::YieldOp::create(b, loc, acc);
       });
+  SmallVector<Value> acc(loop.getResults());
+  // When parts does not divide Dqk's k-steps, the first warps take one more.
+  if (plan.kSteps() % parts != 0) {
+    Value step = k.add(part, k.idx(whole * parts));
+    auto last = scf::IfOp::create(
+        b, loc, k.lessThan(step, k.idx(plan.kSteps())),
+        [&](OpBuilder &ib, Location) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+          scf::YieldOp::create(b, loc, scoreStep(step, acc));
+        },
+        [&](OpBuilder &eb, Location) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(eb.getInsertionBlock(), eb.getInsertionPoint());
+          scf::YieldOp::create(b, loc, acc);
+        });
+    acc.assign(last.getResults().begin(), last.getResults().end());
+  }
   // Each accumulator pair (columns 2 t, 2 t + 1) in one 8-byte store.
   auto f32x2 = VectorType::get({2}, b.getF32Type());
   for (int64_t n = 0; n < 2; ++n) {
@@ -120,8 +155,7 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
     for (int64_t half = 0; half < 2; ++half) {
       Value pair = vector::FromElementsOp::create(
           b, loc, f32x2,
-          ValueRange{loop.getResult(4 * n + 2 * half),
-                     loop.getResult(4 * n + 2 * half + 1)});
+          ValueRange{acc[4 * n + 2 * half], acc[4 * n + 2 * half + 1]});
       vector::StoreOp::create(b, loc, pair, smem.partialScores,
                               ValueRange{part, half ? g8 : g, col},
                               /*nontemporal=*/false, llvm::Align(8));
@@ -188,20 +222,38 @@ SM90PartialKernel::loadFp8VFragments(OpBuilder &b, Value row0, Value group) {
   return frags;
 }
 
-std::pair<Value, Value> SM90PartialKernel::outputColumn(OpBuilder &b,
-                                                        int64_t j, int64_t e) {
+SmallVector<SM90PartialKernel::OutputVector>
+SM90PartialKernel::outputVectors(OpBuilder &b) {
   KernelBuilder k{b, loc};
-  // The accumulator pair's columns in the n-block: 2 t + e.
-  Value n = k.add(k.mul(thread.pair, k.idx(2)), k.idx(e));
+  Value t2 = k.mul(thread.pair, k.idx(2));
+  SmallVector<OutputVector> vectors;
   if (format == CacheFormat::FP8) {
-    Value group = k.add(thread.warp, k.idx(kWarps * (j / 4)));
-    Value col = k.add(k.mul(group, k.idx(SM90KernelPlan::kGroupColumns)),
-                      k.add(k.mul(n, k.idx(4)), k.idx(j % 4)));
-    return {col, k.lessThan(group, k.idx(plan.outputGroups()))};
+    // Block j of a group holds its columns 4 n + j: the element e of the
+    // thread's pairs in the group's four blocks are columns 4 (2 t + e) ..
+    // + 3.
+    for (int64_t gi = 0; gi < plan.outputGroupsPerWarp(); ++gi) {
+      Value group = k.add(thread.warp, k.idx(kWarps * gi));
+      Value inDv = k.lessThan(group, k.idx(plan.outputGroups()));
+      Value first = k.mul(group, k.idx(SM90KernelPlan::kGroupColumns));
+      for (int64_t e = 0; e < 2; ++e) {
+        OutputVector v{k.add(first, k.mul(k.add(t2, k.idx(e)), k.idx(4))),
+                       inDv,
+                       {}};
+        for (int64_t j = 0; j < 4; ++j)
+          v.accumulators.push_back(4 * (4 * gi + j) + e);
+        vectors.push_back(v);
+      }
+    }
+    return vectors;
   }
-  Value block = k.add(thread.warp, k.idx(kWarps * j));
-  return {k.add(k.mul(block, k.idx(8)), n),
-          k.lessThan(block, k.idx(plan.outputBlocks()))};
+  // The pair of block j: columns 8 block + 2 t, + 1.
+  for (int64_t j = 0; j < plan.outputBlocksPerWarp(); ++j) {
+    Value block = k.add(thread.warp, k.idx(kWarps * j));
+    vectors.push_back({k.add(k.mul(block, k.idx(8)), t2),
+                       k.lessThan(block, k.idx(plan.outputBlocks())),
+                       {4 * j, 4 * j + 1}});
+  }
+  return vectors;
 }
 
 SmallVector<Value> SM90PartialKernel::emitScores(OpBuilder &b,
@@ -288,45 +340,44 @@ SmallVector<Value> SM90PartialKernel::emitOutputMma(OpBuilder &b,
 void SM90PartialKernel::emitOutputStores(OpBuilder &b, ValueRange acc,
                                          Value direct) {
   KernelBuilder k{b, loc};
-  Value g = thread.group;
-  for (int64_t half = 0; half < 2; ++half) {
-    Value row = half == 0 ? g : k.add(g, k.idx(8));
-    Value factor = k.load(smem.factors, {row});
-    Value rowIndex = k.add(item.firstRow, row);
-    Value token = k.div(rowIndex, k.idx(numHeads));
-    Value head = k.rem(rowIndex, k.idx(numHeads));
-    Value tokenRow = k.add(item.qBegin, token);
-    for (int64_t j = 0; j < plan.outputBlocksPerWarp(); ++j) {
-      Value inDv = outputColumn(b, j, 0).second;
-      Value stored = arith::AndIOp::create(
-          b, loc, k.lessThan(rowIndex, item.numRows), inDv);
-      ifThen(b, loc, stored, [&] {
-        for (int64_t e = 0; e < 2; ++e) {
-          Value col = outputColumn(b, j, e).first;
-          Value v = k.fmul(acc[4 * j + 2 * half + e], factor);
-          scf::IfOp::create(
-              b, loc, direct,
-              [&](OpBuilder &db, Location) {
-                OpBuilder::InsertionGuard guard(b);
-                b.setInsertionPoint(db.getInsertionBlock(),
-                                    db.getInsertionPoint());
-                Value narrow =
-                    arith::TruncFOp::create(b, loc, b.getBF16Type(), v);
-                memref::StoreOp::create(b, loc, narrow, args.out,
-                                        ValueRange{tokenRow, head, col});
-                scf::YieldOp::create(b, loc);
-              },
-              [&](OpBuilder &pb, Location) {
-                OpBuilder::InsertionGuard guard(b);
-                b.setInsertionPoint(pb.getInsertionBlock(),
-                                    pb.getInsertionPoint());
-                memref::StoreOp::create(
-                    b, loc, v, args.partialOut,
-                    ValueRange{item.slot, token, head, col});
-                scf::YieldOp::create(b, loc);
-              });
+  SmallVector<OutputVector> vectors = outputVectors(b);
+  // Final rows to out as bf16, else to the item's partials; one vector of
+  // consecutive columns a store (one address), one branch for the choice.
+  auto stores = [&](bool final) {
+    return [&, final](OpBuilder &bb, Location) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(bb.getInsertionBlock(), bb.getInsertionPoint());
+      for (int64_t half = 0; half < 2; ++half) {
+        Value row = k.add(thread.group, k.idx(8 * half));
+        Value factor = k.load(smem.factors, {row});
+        Value rowIndex = k.add(item.firstRow, row);
+        Value token = k.div(rowIndex, k.idx(numHeads));
+        Value head = k.rem(rowIndex, k.idx(numHeads));
+        Value isReal = k.lessThan(rowIndex, item.numRows);
+        for (const OutputVector &v : vectors) {
+          SmallVector<Value> values;
+          for (int64_t a : v.accumulators)
+            values.push_back(k.fmul(acc[a + 2 * half], factor));
+          auto type = VectorType::get({int64_t(values.size())},
+                                      b.getF32Type());
+          Value vec = vector::FromElementsOp::create(b, loc, type, values);
+          ifThen(b, loc, arith::AndIOp::create(b, loc, isReal, v.inDv), [&] {
+            if (final)
+              vector::StoreOp::create(
+                  b, loc,
+                  arith::TruncFOp::create(
+                      b, loc, type.clone(b.getBF16Type()), vec),
+                  args.out,
+                  ValueRange{k.add(item.qBegin, token), head, v.col});
+            else
+              vector::StoreOp::create(
+                  b, loc, vec, args.partialOut,
+                  ValueRange{item.slot, token, head, v.col});
+          });
         }
-      });
-    }
-  }
+      }
+      scf::YieldOp::create(b, loc);
+    };
+  };
+  scf::IfOp::create(b, loc, direct, stores(true), stores(false));
 }

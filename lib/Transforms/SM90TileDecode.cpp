@@ -96,24 +96,6 @@ Value e2m1ToBf16(OpBuilder &b, Location loc, Value bytes, Value scaleCode) {
       b, loc, VectorType::get({32}, b.getBF16Type()), values);
 }
 
-/// 16 e4m3 codes as f16 by the hardware's pairwise conversion
-/// (cvt.rn.f16x2.e4m3x2: exact, e4m3 is a subset of f16).
-Value fp8ToF16(OpBuilder &b, Location loc, Value codes) {
-  auto pairType = VectorType::get({2}, b.getF16Type());
-  SmallVector<Value> halves;
-  for (int64_t i = 0; i < kChunk; i += 2) {
-    Value pair = vector::ShuffleOp::create(b, loc, codes, codes,
-                                           ArrayRef<int64_t>{i, i + 1});
-    Value h = NVVM::ConvertF8x2ToF16x2Op::create(
-        b, loc, pairType, pair, /*relu=*/false, b.getType<Float8E4M3FNType>());
-    for (int64_t e = 0; e < 2; ++e)
-      halves.push_back(
-          vector::ExtractOp::create(b, loc, h, ArrayRef<int64_t>{e}));
-  }
-  return vector::FromElementsOp::create(
-      b, loc, VectorType::get({kChunk}, b.getF16Type()), halves);
-}
-
 } // namespace
 
 Value mla::permute(OpBuilder &b, Location loc, Value lo, Value hi,
@@ -144,50 +126,114 @@ int64_t SM90PartialKernel::chunkValues() const {
   return format == CacheFormat::BF16 ? 8 : format == CacheFormat::FP8 ? 16 : 32;
 }
 
-int64_t SM90PartialKernel::tileChunks() const {
-  return tile * (qkDim / chunkValues());
-}
-
-int64_t SM90PartialKernel::tileSlots() const {
-  return (tileChunks() + kThreads - 1) / kThreads;
-}
-
-/// Chunk e of the tile (row-major over the tile's rows): the thread's slot
-/// s holds chunk tid + 256 s; a last slot past the tile copies nothing (its
-/// mxfp4 scale reloads the tile's last chunk's and is not used).
-SM90PartialKernel::TileCopies
-SM90PartialKernel::emitTileCopies(OpBuilder &b, Value tileStart, Value stage) {
+SM90PartialKernel::CopySlot SM90PartialKernel::copySlot(OpBuilder &b,
+                                                        int64_t slot) {
   KernelBuilder k{b, loc};
-  int64_t rowChunks = qkDim / chunkValues();
+  int64_t rowChunks = plan.rowChunks(), perPass = plan.copyRowsPerPass();
+  Value passRow = k.div(thread.tid, k.idx(rowChunks));
+  CopySlot c{k.add(passRow, k.idx(perPass * slot)),
+             k.rem(thread.tid, k.idx(rowChunks)), Value()};
+  // Threads past a pass's whole rows, and rows past the tile in the last
+  // pass, copy nothing.
+  auto require = [&](Value cond) {
+    c.valid = c.valid ? arith::AndIOp::create(b, loc, c.valid, cond) : cond;
+  };
+  if (perPass * rowChunks < kThreads)
+    require(k.lessThan(thread.tid, k.idx(perPass * rowChunks)));
+  if (perPass * (slot + 1) > tile)
+    require(k.lessThan(c.row, k.idx(tile)));
+  return c;
+}
+
+SM90PartialKernel::TileCopies SM90PartialKernel::emitRowCopies(
+    OpBuilder &b, Value stage, Value tileIsReal,
+    llvm::function_ref<Value(Value)> cacheRowOf) {
+  KernelBuilder k{b, loc};
   // Elements of the cache (and of a stage) per 16-byte chunk.
   int64_t elements = format == CacheFormat::BF16 ? 8 : kChunk;
   auto tokenType = b.getType<nvgpu::DeviceAsyncTokenType>();
-  Value tileIsReal = k.lessThan(tileStart, item.end);
+  // The thread's destinations in the stage, one view: its chunk of rows
+  // passRow, passRow + rowsPerPass, ... (constant offsets from one address).
+  int64_t passes = plan.copyPasses(), perPass = plan.copyRowsPerPass();
+  CopySlot first = copySlot(b, 0);
+  auto stageType = cast<MemRefType>(smem.stages.getType());
+  SmallVector<OpFoldResult> offsets = {
+      stage, first.row, Value(k.mul(first.chunk, k.idx(elements)))};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(passes),
+                                     b.getIndexAttr(elements)};
+  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1),
+                                       b.getIndexAttr(perPass),
+                                       b.getIndexAttr(1)};
+  auto viewType = memref::SubViewOp::inferRankReducedResultType(
+      {passes, elements}, stageType, offsets, sizes, strides);
+  Value destinations = memref::SubViewOp::create(
+      b, loc, cast<MemRefType>(viewType), smem.stages, offsets, sizes, strides);
   TileCopies copies;
-  for (int64_t slot = 0; slot < tileSlots(); ++slot) {
-    Value e = k.add(thread.tid, k.idx(kThreads * slot));
-    Value clamped = k.minS(e, k.idx(tileChunks() - 1));
-    Value r = k.div(clamped, k.idx(rowChunks));
-    Value chunk = k.rem(clamped, k.idx(rowChunks));
-    Value row = cacheRow(b, k.minS(k.add(tileStart, r), item.lastPos));
-    Value col = k.mul(chunk, k.idx(elements));
-    Value copies16 = tileIsReal;
-    if (kThreads * (slot + 1) > tileChunks())
-      copies16 = arith::AndIOp::create(b, loc, copies16,
-                                       k.lessThan(e, k.idx(tileChunks())));
-    ifThen(b, loc, copies16, [&] {
+  for (int64_t slot = 0; slot < passes; ++slot) {
+    CopySlot c = copySlot(b, slot);
+    Value col = k.mul(c.chunk, k.idx(elements));
+    Value copies16 = c.valid;
+    if (tileIsReal)
+      copies16 = copies16 ? arith::AndIOp::create(b, loc, copies16, tileIsReal)
+                          : tileIsReal;
+    auto copy = [&] {
       // .cg: the tile is read once, from shared memory; L1 would not help.
       nvgpu::DeviceAsyncCopyOp::create(
-          b, loc, tokenType, smem.stages, ValueRange{stage, r, col}, args.kv,
-          ValueRange{row, col}, b.getIndexAttr(elements),
+          b, loc, tokenType, destinations, ValueRange{k.idx(slot), c0},
+          args.kv, ValueRange{cacheRowOf(c.row), col},
+          b.getIndexAttr(elements),
           /*srcElements=*/Value(), b.getUnitAttr());
-    });
-    if (format == CacheFormat::MXFP4)
-      copies.scales.push_back(k.load(args.kvScale, {row, chunk}));
+    };
+    if (copies16)
+      ifThen(b, loc, copies16, copy);
+    else
+      copy();
+    if (format == CacheFormat::MXFP4) {
+      // A slot that copies nothing reads a row within the tile; its scale
+      // is not used.
+      Value row = c.valid ? k.minS(c.row, k.idx(tile - 1)) : c.row;
+      copies.scales.push_back(k.load(args.kvScale, {cacheRowOf(row), c.chunk}));
+    }
   }
+  return copies;
+}
+
+SM90PartialKernel::TileCopies
+SM90PartialKernel::emitTileCopies(OpBuilder &b, Value tileStart, Value stage) {
+  KernelBuilder k{b, loc};
+  // A tile that lies whole within the item (and within one page) is
+  // tile consecutive cache rows: one row address, the copies at constant
+  // offsets from it. A last, partial tile repeats the item's last
+  // position; one past the item copies nothing.
+  Value whole = k.lessThan(k.add(tileStart, k.idx(tile - 1)), item.end);
+  if (pageSize > 0)
+    whole = arith::AndIOp::create(
+        b, loc, whole,
+        k.lessThan(k.add(k.rem(tileStart, k.idx(pageSize)), k.idx(tile - 1)),
+                   k.idx(pageSize)));
+  auto wholeTile = [&](OpBuilder &bb, Location) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(bb.getInsertionBlock(), bb.getInsertionPoint());
+    Value first = cacheRow(b, tileStart);
+    TileCopies copies = emitRowCopies(
+        b, stage, Value(), [&](Value r) { return k.add(first, r); });
+    scf::YieldOp::create(b, loc, copies.scales);
+  };
+  auto lastTile = [&](OpBuilder &bb, Location) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(bb.getInsertionBlock(), bb.getInsertionPoint());
+    TileCopies copies =
+        emitRowCopies(b, stage, k.lessThan(tileStart, item.end), [&](Value r) {
+          return cacheRow(b, k.minS(k.add(tileStart, r), item.lastPos));
+        });
+    scf::YieldOp::create(b, loc, copies.scales);
+  };
+  auto split = scf::IfOp::create(b, loc, whole, wholeTile, lastTile);
   // The group by the NVVM op: the copies sit in conditionals, and nvgpu's
   // group of no tokens does not print back as it parses.
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  TileCopies copies;
+  llvm::append_range(copies.scales, split.getResults());
   return copies;
 }
 
@@ -200,27 +246,23 @@ void SM90PartialKernel::emitTileWait(OpBuilder &b) {
 void SM90PartialKernel::emitTileDecode(OpBuilder &b, Value stage,
                                        ValueRange scales) {
   KernelBuilder k{b, loc};
-  int64_t values = chunkValues(), rowChunks = qkDim / values;
-  for (int64_t slot = 0; slot < tileSlots(); ++slot) {
-    Value e = k.add(thread.tid, k.idx(kThreads * slot));
-    Value r = k.div(e, k.idx(rowChunks));
-    Value chunk = k.rem(e, k.idx(rowChunks));
+  int64_t values = chunkValues();
+  for (int64_t slot = 0; slot < plan.copyPasses(); ++slot) {
+    CopySlot c = copySlot(b, slot);
     auto decode = [&] {
       // The thread's own copy: landed at its wait, no barrier needed.
       Value raw = vector::LoadOp::create(
           b, loc, VectorType::get({kChunk}, b.getI8Type()), smem.stages,
-          ValueRange{stage, r, k.mul(chunk, k.idx(kChunk))},
+          ValueRange{stage, c.row, k.mul(c.chunk, k.idx(kChunk))},
           /*nontemporal=*/false, llvm::Align(kChunk));
-      Value v = format == CacheFormat::FP8
-                    ? fp8ToF16(b, loc, raw)
-                    : e2m1ToBf16(b, loc, raw, scales[slot]);
+      Value v = e2m1ToBf16(b, loc, raw, scales[slot]);
       vector::StoreOp::create(b, loc, v, smem.tile,
-                              ValueRange{r, k.mul(chunk, k.idx(values))},
+                              ValueRange{c.row, k.mul(c.chunk, k.idx(values))},
                               /*nontemporal=*/false, llvm::Align(kChunk));
     };
-    if (kThreads * (slot + 1) <= tileChunks())
-      decode();
+    if (c.valid)
+      ifThen(b, loc, c.valid, decode);
     else
-      ifThen(b, loc, k.lessThan(e, k.idx(tileChunks())), decode);
+      decode();
   }
 }

@@ -114,6 +114,25 @@ public:
     return 0;
   }
   int64_t stageBytes() const { return s.kvTile * stageRowBytes(); }
+  /// cp.async moves a cache row in 16-byte chunks; the block's threads copy
+  /// whole rows a pass (thread i: row i / rowChunks, chunk i % rowChunks),
+  /// so that a thread's chunks of a tile lie a constant stride apart in
+  /// both the cache and the stage (one address, immediate offsets).
+  int64_t rowChunks() const {
+    switch (s.format) {
+    case CacheFormat::BF16:
+      return s.qkDim * 2 / 16;
+    case CacheFormat::FP8:
+      return s.qkDim / 16;
+    case CacheFormat::MXFP4:
+      return s.qkDim / 2 / 16;
+    }
+    return 0;
+  }
+  int64_t copyRowsPerPass() const { return kThreads / rowChunks(); }
+  int64_t copyPasses() const {
+    return (s.kvTile + copyRowsPerPass() - 1) / copyRowsPerPass();
+  }
   int64_t tileBytes() const {
     return decodesTile() ? s.kvTile * rowStride() * 2 : 0;
   }
