@@ -164,12 +164,13 @@ private:
                                      llvm::ArrayRef<mlir::Value> a,
                                      llvm::ArrayRef<mlir::Value> bFrag,
                                      llvm::ArrayRef<mlir::Value> c);
-  /// fp8: the B fragments (two registers each) of the two n-blocks of
-  /// tile rows from `row0` at k-step column `d`, by one ldmatrix.x2 of the
-  /// stage's bytes (k in the order Q is stored in).
-  llvm::SmallVector<mlir::Value> loadFp8KFragments(mlir::OpBuilder &b,
-                                                   mlir::Value row0,
-                                                   mlir::Value d);
+  /// fp8: the B fragments of `blocks` (2, 4) n-blocks of tile rows from
+  /// `row0` at k-step column `d` as e4m3 words (fp8WordToF16 makes each
+  /// the block's two registers), by one ldmatrix of the stage's bytes (k
+  /// in the order Q is stored in).
+  llvm::SmallVector<mlir::Value> loadFp8KWords(mlir::OpBuilder &b,
+                                               mlir::Value row0, mlir::Value d,
+                                               int64_t blocks);
   /// fp8: the B fragments of tile rows [row0, row0 + 16) (k) x output
   /// group `group`'s four n-blocks, from the stage's bytes.
   llvm::SmallVector<std::array<mlir::Value, 2>>

@@ -484,15 +484,22 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, newMax, negInf);
   Value shift = arith::SelectOp::create(b, loc, empty, k.f32(0.0), newMax);
   Value tileSum = k.f32(0.0);
+  SmallVector<Value> probabilities;
   for (size_t j = 0; j < scores.size(); ++j) {
     Value p = math::Exp2Op::create(
         b, loc, arith::SubFOp::create(b, loc, scores[j], shift));
     tileSum = k.fadd(tileSum, p);
-    Value col = k.add(thread.lane, k.idx(kLanes * j));
-    Value narrow = arith::TruncFOp::create(b, loc, operandType(b), p);
-    memref::StoreOp::create(b, loc, narrow, smem.p,
-                            ValueRange{thread.row, col});
+    probabilities.push_back(
+        arith::TruncFOp::create(b, loc, operandType(b), p));
   }
+  // The thread's consecutive columns of P in one store.
+  int64_t width = scores.size();
+  vector::StoreOp::create(
+      b, loc,
+      vector::FromElementsOp::create(
+          b, loc, VectorType::get({width}, operandType(b)), probabilities),
+      smem.p, ValueRange{thread.row, k.mul(thread.lane, k.idx(width))},
+      /*nontemporal=*/false, llvm::Align(2 * width));
   Value rescale = math::Exp2Op::create(
       b, loc, arith::SubFOp::create(b, loc, runMax, shift));
   // Each thread keeps its own columns' share of the row's sum (the

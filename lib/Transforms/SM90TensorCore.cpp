@@ -83,28 +83,48 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
   int64_t parts = plan.scoreParts();
   Value group = k.rem(thread.warp, k.idx(plan.scoreGroups()));
   Value part = k.div(thread.warp, k.idx(plan.scoreGroups()));
-  Value firstRow = k.mul(group, k.idx(SM90KernelPlan::kScoreRowsPerWarp));
+  int64_t blocks = plan.scoreBlocksPerWarp();
+  Value firstRow = k.mul(group, k.idx(plan.scoreRowsPerWarp()));
   Value g8 = k.add(g, k.idx(8));
   Value c2 = k.idx(2), matrix = thread.matrix, r8 = thread.matrixRow;
   // ldmatrix.x4: lane 8 i + r names row r of 8 x 8 matrix i. Q's are
   // (rows 0-7 | 8-15) x (columns 0-7 | 8-15) of the k-step: a0..a3; K's
-  // the two n-blocks' b0, b1 (rows of K are columns of Kᵀ).
+  // two n-blocks' b0, b1 a load (rows of K are columns of Kᵀ).
   Value qRow = thread.stepRow;
   Value qColumn = k.mul(k.div(matrix, c2), k.idx(8));
   Value kRow = k.add(firstRow, k.add(k.mul(k.div(matrix, c2), k.idx(8)), r8));
   Value kColumn = k.mul(k.rem(matrix, c2), k.idx(8));
-  // Two n-blocks' accumulators: one Q fragment per k-step feeds both.
-  auto scoreStep = [&](Value step, ArrayRef<Value> acc) {
+  // A k-step's operands: Q's fragment, then K's (fp8: its raw words, one an
+  // n-block, converted where they are used).
+  auto loadStep = [&](Value step) {
     Value d = k.mul(step, k.idx(16));
-    SmallVector<Value> a =
+    SmallVector<Value> operands =
         loadMatrices(b, smem.q, {qRow, k.add(d, qColumn)}, 4, false);
-    SmallVector<Value> kFrags =
-        format == CacheFormat::FP8
-            ? loadFp8KFragments(b, firstRow, d)
-            : loadMatrices(b, operandTile(),
-                           tileIndices(kRow, k.add(d, kColumn)), 4, false);
+    if (format == CacheFormat::FP8)
+      llvm::append_range(operands, loadFp8KWords(b, firstRow, d, blocks));
+    else
+      for (int64_t n = 0; n < blocks; n += 2)
+        llvm::append_range(
+            operands, loadMatrices(b, operandTile(),
+                                   tileIndices(k.add(kRow, k.idx(8 * n)),
+                                               k.add(d, kColumn)),
+                                   4, false));
+    return operands;
+  };
+  // The n-blocks' accumulators: one Q fragment per k-step feeds them all.
+  auto scoreStep = [&](ArrayRef<Value> operands, ArrayRef<Value> acc) {
+    ArrayRef<Value> a = operands.take_front(4);
+    SmallVector<Value> kFrags;
+    for (Value v : operands.drop_front(4)) {
+      if (format != CacheFormat::FP8) {
+        kFrags.push_back(v);
+        continue;
+      }
+      std::array<Value, 2> pair = fp8WordToF16(b, loc, v);
+      kFrags.append(pair.begin(), pair.end());
+    }
     SmallVector<Value> next;
-    for (int64_t n = 0; n < 2; ++n)
+    for (int64_t n = 0; n < blocks; ++n)
       llvm::append_range(next, mma(b, a, {kFrags[2 * n], kFrags[2 * n + 1]},
                                    acc.slice(4 * n, 4)));
     return next;
@@ -113,12 +133,13 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
   // iteration, so that ptxas overlaps the next steps' shared-memory loads
   // with this step's mmas, while the addresses stay one register and
   // constant offsets (straight-line code has them all hoisted out of the
-  // KV loop, a register each).
+  // KV loop, a register each). Loading the next step's operands a step
+  // ahead, carried by the loop, measured slower: 24 bytes of spills.
   int64_t whole = plan.kSteps() / parts;
   int64_t unroll = kScoreUnroll;
   while (whole % unroll != 0)
     --unroll;
-  SmallVector<Value> zeros(8, k.f32(0.0));
+  SmallVector<Value> zeros(4 * blocks, k.f32(0.0));
   auto loop = scf::ForOp::create(
       b, loc, part, k.add(part, k.idx(whole * parts)),
       k.idx(unroll * parts), zeros,
@@ -127,9 +148,18 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
         b.setInsertionPointToStart(lb.getInsertionBlock());
         SmallVector<Value> acc(carried);
         for (int64_t u = 0; u < unroll; ++u)
-          acc = scoreStep(k.add(first, k.idx(u * parts)), acc);
+          acc = scoreStep(loadStep(k.add(first, k.idx(u * parts))), acc);
         scf::YieldOp::create(b, loc, acc);
       });
+  // LLVM would unroll the loop's few iterations and hoist their addresses.
+  // scf-to-cf and cf-to-llvm carry the attribute to the latch branch, whose
+  // inherent loop_annotation it is.
+  auto noUnroll = LLVM::LoopUnrollAttr::get(
+      b.getContext(), /*disable=*/b.getBoolAttr(true), {}, {}, {}, {}, {}, {});
+  auto keep = LLVM::LoopAnnotationAttr::get(
+      b.getContext(), {}, {}, {}, noUnroll, {}, {}, {}, {}, {}, {}, {}, {},
+      {}, {}, {});
+  loop->setAttr("loop_annotation", keep);
   SmallVector<Value> acc(loop.getResults());
   // When parts does not divide Dqk's k-steps, the first warps take one more.
   if (plan.kSteps() % parts != 0) {
@@ -139,7 +169,7 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
         [&](OpBuilder &ib, Location) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
-          scf::YieldOp::create(b, loc, scoreStep(step, acc));
+          scf::YieldOp::create(b, loc, scoreStep(loadStep(step), acc));
         },
         [&](OpBuilder &eb, Location) {
           OpBuilder::InsertionGuard guard(b);
@@ -150,7 +180,7 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
   }
   // Each accumulator pair (columns 2 t, 2 t + 1) in one 8-byte store.
   auto f32x2 = VectorType::get({2}, b.getF32Type());
-  for (int64_t n = 0; n < 2; ++n) {
+  for (int64_t n = 0; n < blocks; ++n) {
     Value col = k.add(k.add(firstRow, k.idx(8 * n)), t2);
     for (int64_t half = 0; half < 2; ++half) {
       Value pair = vector::FromElementsOp::create(
@@ -163,29 +193,27 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
   }
 }
 
-SmallVector<Value> SM90PartialKernel::loadFp8KFragments(OpBuilder &b,
-                                                        Value row0, Value d) {
+SmallVector<Value> SM90PartialKernel::loadFp8KWords(OpBuilder &b, Value row0,
+                                                    Value d, int64_t blocks) {
   KernelBuilder k{b, loc};
-  // Lanes 8 i + r name row r of n-block i % 2 (lanes 16..31: ignored).
-  Value row = k.add(row0, k.add(k.mul(k.rem(thread.matrix, k.idx(2)),
+  // Lanes 8 i + r name row r of n-block i % blocks (x2: lanes 16..31 are
+  // ignored).
+  Value row = k.add(row0, k.add(k.mul(k.rem(thread.matrix, k.idx(blocks)),
                                       k.idx(8)),
                                 thread.matrixRow));
-  auto type = VectorType::get({2, 4}, b.getI8Type());
+  auto type = VectorType::get({blocks, 4}, b.getI8Type());
   Value m = nvgpu::LdMatrixOp::create(b, loc, type, smem.stages,
                                       ValueRange{computeStage, row, d},
-                                      /*transpose=*/false, 2);
-  SmallVector<Value> frags;
-  for (int64_t n = 0; n < 2; ++n) {
-    Value word = vector::ExtractOp::create(
+                                      /*transpose=*/false, blocks);
+  SmallVector<Value> words;
+  for (int64_t n = 0; n < blocks; ++n)
+    words.push_back(vector::ExtractOp::create(
         b, loc,
         vector::BitCastOp::create(
             b, loc, VectorType::get({1}, b.getI32Type()),
             vector::ExtractOp::create(b, loc, m, ArrayRef<int64_t>{n})),
-        ArrayRef<int64_t>{0});
-    std::array<Value, 2> pair = fp8WordToF16(b, loc, word);
-    frags.append(pair.begin(), pair.end());
-  }
-  return frags;
+        ArrayRef<int64_t>{0}));
+  return words;
 }
 
 SmallVector<std::array<Value, 2>>
@@ -262,16 +290,25 @@ SmallVector<Value> SM90PartialKernel::emitScores(OpBuilder &b,
   // Position tileStart + c is visible while it is before both the item's
   // end and the token's causal end.
   Value end = k.minS(item.end, thread.visibleEnd);
+  // The thread's columns are consecutive: one vector of each part.
+  int64_t width = plan.tileRowsPerLane();
+  Value first = k.mul(thread.lane, k.idx(width));
+  auto type = VectorType::get({width}, b.getF32Type());
+  Value sum;
+  for (int64_t part = 0; part < plan.scoreParts(); ++part) {
+    Value v = vector::LoadOp::create(
+        b, loc, type, smem.partialScores,
+        ValueRange{k.idx(part), thread.row, first}, /*nontemporal=*/false,
+        llvm::Align(4 * width));
+    sum = sum ? Value(arith::AddFOp::create(b, loc, sum, v)) : v;
+  }
   SmallVector<Value> scores;
-  for (int64_t j = 0; j < plan.tileRowsPerLane(); ++j) {
-    Value col = k.add(thread.lane, k.idx(kLanes * j));
-    Value sum = k.load(smem.partialScores, {c0, thread.row, col});
-    for (int64_t part = 1; part < plan.scoreParts(); ++part)
-      sum = k.fadd(sum,
-                   k.load(smem.partialScores, {k.idx(part), thread.row, col}));
+  for (int64_t j = 0; j < width; ++j) {
+    Value col = k.add(first, k.idx(j));
+    Value dot = vector::ExtractOp::create(b, loc, sum, ArrayRef<int64_t>{j});
     Value visible = k.lessThan(k.add(tileStart, col), end);
-    scores.push_back(arith::SelectOp::create(b, loc, visible,
-                                             k.fmul(sum, rowScoreScale), negInf));
+    scores.push_back(arith::SelectOp::create(
+        b, loc, visible, k.fmul(dot, rowScoreScale), negInf));
   }
   return scores;
 }

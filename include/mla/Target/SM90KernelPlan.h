@@ -65,11 +65,14 @@ public:
     int64_t words = s.qkDim / 2;
     return 2 * (words + (4 - words % 32 + 32) % 32);
   }
-  /// QK: each warp scores 16 tile rows (two mma n-blocks of 8) over a share
-  /// of Dqk's 16-column k-steps, so that one Q fragment feeds two mmas; the
-  /// warps of a 16-row group add their partial scores through shared memory.
-  static constexpr int64_t kScoreRowsPerWarp = 16;
-  int64_t scoreGroups() const { return s.kvTile / kScoreRowsPerWarp; }
+  /// QK: each warp scores a group of tile rows (mma n-blocks of 8) over a
+  /// share of Dqk's 16-column k-steps, so that one Q fragment (read from
+  /// shared memory) feeds an mma per n-block; the warps of a group add
+  /// their partial scores through shared memory. 64-row tiles take groups
+  /// of 32 rows: half the Q reads, twice the partials, of 16.
+  int64_t scoreRowsPerWarp() const { return s.kvTile >= 64 ? 32 : 16; }
+  int64_t scoreBlocksPerWarp() const { return scoreRowsPerWarp() / 8; }
+  int64_t scoreGroups() const { return s.kvTile / scoreRowsPerWarp(); }
   int64_t scoreParts() const { return kWarps / scoreGroups(); }
   int64_t kSteps() const { return s.qkDim / 16; }
   /// PV: Dv in n-blocks of 8, dealt to the warps round robin; fp8 deals
@@ -87,7 +90,8 @@ public:
       return 4 * outputGroupsPerWarp();
     return (outputBlocks() + kWarps - 1) / kWarps;
   }
-  /// Tile columns each of a row's 16 threads scores in the softmax.
+  /// Tile columns each of a row's 16 threads scores in the softmax,
+  /// consecutive ones (one vector load of each partial, one P store).
   int64_t tileRowsPerLane() const { return s.kvTile / kLanesPerRow; }
   /// Shared memory: Q and the decoded tile (2-byte operands), the warps' partial
   /// scores (f32), P (the operand type) and the rows' rescale factors (f32).
