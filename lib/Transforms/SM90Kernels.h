@@ -8,8 +8,8 @@
 // head) rows; KV tiles stream into shared-memory stages by cp.async
 // (SM90TileDecode.cpp), then
 //
-//   QK       mma.sync, each warp 16 tile rows over its share of Dqk; the
-//            warps' partial scores add through shared memory
+//   QK       mma.sync, each warp a group of tile rows over its share of
+//            Dqk; the warps' partial scores add through shared memory
 //   softmax  online, in f32, 16 threads a row, reduced by shuffles
 //   PV       mma.sync, each warp its Dv columns over the whole tile
 //

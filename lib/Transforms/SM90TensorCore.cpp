@@ -8,10 +8,10 @@
 // 2 t, 2 t + 1 and 2 t + 8, 2 t + 9; of the 16 x 8 accumulator, rows g and
 // g + 8 at columns 2 t, 2 t + 1.
 //
-// QK: A = the block's 16 Q rows, B = Kᵀ: each warp scores 16 tile rows (two
-// n-blocks of 8, one Q fragment for both) over its share of Dqk's k-steps;
-// the kWarps / (kv_tile / 16) warps of those rows add their partials
-// through shared memory. PV: A = P (16 x kv_tile),
+// QK: A = the block's 16 Q rows, B = Kᵀ: each warp scores a group of tile
+// rows (SM90KernelPlan::scoreRowsPerWarp: n-blocks of 8, one Q fragment for
+// all) over its share of Dqk's k-steps; the warps of a group add their
+// partials through shared memory. PV: A = P (16 x kv_tile),
 // B = the tile's first Dv columns: each warp owns Dv n-blocks w, w + 8, ...
 //
 //===----------------------------------------------------------------------===//
