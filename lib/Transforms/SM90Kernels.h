@@ -117,8 +117,8 @@ private:
                                cacheRowOf);
   /// Until the oldest tile in flight has landed (the thread's copies).
   void emitTileWait(mlir::OpBuilder &b);
-  /// fp8, mxfp4: the thread's chunks of stage `stage` decoded into the
-  /// operand tile.
+  /// mxfp4: the thread's own copies (copySlot) in stage `stage` decoded
+  /// into the bf16 operand tile.
   void emitTileDecode(mlir::OpBuilder &b, mlir::Value stage,
                       mlir::ValueRange scales);
   /// The operand tile (a bf16 stage, else the decoded tile) and the

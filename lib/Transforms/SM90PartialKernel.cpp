@@ -1,9 +1,10 @@
 //===- SM90PartialKernel.cpp - the sm_90a partial-decode kernel -----------===//
 //
-// See SM90Kernels.h for the layout. Synchronization: every thread decodes
-// part of the tile that all rows read, so a barrier separates the decode
-// from QK and the next decode from the PV before it; P moves between the
-// threads of a row through shared memory, behind a barrier of its own.
+// See SM90Kernels.h for the layout. Synchronization: every thread copies
+// (mxfp4: and decodes) part of the tile that all warps read, so a step's
+// first barrier publishes its tile and frees the stage it refills; the QK
+// partial scores and P move between warps through shared memory, each
+// behind a barrier of its own.
 //
 //===----------------------------------------------------------------------===//
 

@@ -27,7 +27,6 @@ using namespace mlir;
 using namespace mla;
 
 namespace {
-constexpr int64_t kLanes = SM90KernelPlan::kLanesPerRow;
 constexpr int64_t kWarps = SM90KernelPlan::kWarps;
 /// QK k-steps per loop iteration, at most.
 constexpr int64_t kScoreUnroll = 6;
