@@ -550,7 +550,8 @@ def main():
     ap.add_argument("--skip-check", action="store_true")
     ap.add_argument("--skip-timing", action="store_true")
     ap.add_argument("--only", default="",
-                    help="time one shape, FORMAT:B:KV:H:Q_LEN (for ncu)")
+                    help="time these shapes only, FORMAT:B:KV:H:Q_LEN[,...] "
+                    "(one for ncu)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     logfile = open(os.path.join(args.out, "bench.log"), "w")
@@ -576,12 +577,15 @@ def main():
         results["checks"] = check_artifacts(rt, artifacts, log)
         results["checks"] += check_device_plan(rt, artifacts, log)
     if not args.skip_timing:
-        formats, shapes = args.formats.split(","), SHAPES
+        runs = [(args.formats.split(","), SHAPES)]
         if args.only:
-            fmt, *dims = args.only.split(":")
-            formats, shapes = [fmt], [tuple(int(d) for d in dims)]
-        results["timings"] = time_shapes(rt, artifacts, bandwidth, formats,
-                                         args.launches, log, shapes)
+            runs = [([fmt], [tuple(int(d) for d in dims)])
+                    for fmt, *dims in (s.split(":")
+                                       for s in args.only.split(","))]
+        results["timings"] = [row for formats, shapes in runs
+                              for row in time_shapes(rt, artifacts, bandwidth,
+                                                     formats, args.launches,
+                                                     log, shapes)]
         text = table(results["timings"], bandwidth)
         log(text)
         with open(os.path.join(args.out, "table.md"), "w") as f:
