@@ -589,15 +589,20 @@ mla_status launch(mla_kernel kernel, mla_plan plan,
     if (mla_status s = missing(args->workspace, "workspace"))
       return s;
     // The GPU kernels read Q and the cache in 16-byte vectors (sm_90a:
-    // 16-byte cp.async).
+    // 16-byte cp.async) and write out and the partials (the workspace) in
+    // vectors of up to 16 bytes.
     auto misaligned = [](const void *ptr) {
       return reinterpret_cast<uintptr_t>(ptr) % 16 != 0;
     };
-    if (misaligned(args->q) || (readsCache && misaligned(args->kv)))
-      return fail(Status::InvalidArgument, "mla_launch: args->",
-                  misaligned(args->q) ? "q" : "kv",
-                  " is not 16-byte aligned (the kernels read it in 16-byte "
-                  "vectors)");
+    const char *name = misaligned(args->q) ? "q"
+                       : readsCache && misaligned(args->kv) ? "kv"
+                       : misaligned(args->out)             ? "out"
+                       : misaligned(args->workspace)       ? "workspace"
+                                                           : nullptr;
+    if (name)
+      return fail(Status::InvalidArgument, "mla_launch: args->", name,
+                  " is not 16-byte aligned (the kernels access it in "
+                  "vectors of up to 16 bytes)");
   }
 
   rt::LaunchBuffers b;

@@ -1252,7 +1252,8 @@ TEST_F(FakeCuda, PacksKernelParametersInOrder) {
   EXPECT_EQ(hook<int (*)()>("fakeCudaLiveModules")(), 0);
 }
 
-/// Q or the cache off a 16-byte boundary: refused before any launch.
+/// Q, the cache, out or the workspace off a 16-byte boundary: refused
+/// before any launch.
 TEST_F(FakeCuda, MisalignedBuffersAreRefused) {
   ContextGuard g;
   mla_kernel kernel = nullptr;
@@ -1264,13 +1265,20 @@ TEST_F(FakeCuda, MisalignedBuffersAreRefused) {
   Launchable l(pl, p);
   auto count = hook<int (*)()>("fakeCudaLaunchCount");
   int before = count();
-  for (bool cache : {false, true}) {
+  for (std::string which : {"q", "kv", "out", "workspace"}) {
     mla_decode_args shifted = l.args;
-    (cache ? shifted.kv : shifted.q) =
-        static_cast<const char *>(cache ? l.args.kv : l.args.q) + 2;
+    if (which == "q")
+      shifted.q = static_cast<const char *>(l.args.q) + 2;
+    else if (which == "kv")
+      shifted.kv = static_cast<const char *>(l.args.kv) + 2;
+    else if (which == "out")
+      shifted.out = static_cast<char *>(l.args.out) + 8;
+    else
+      shifted.workspace = static_cast<char *>(l.args.workspace) + 8;
     EXPECT_EQ(mla_launch(kernel, pl, &shifted, nullptr),
               MLA_ERROR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(mla_last_error()).find("not 16-byte aligned"),
+    EXPECT_NE(std::string(mla_last_error())
+                  .find("args->" + which + " is not 16-byte aligned"),
               std::string::npos)
         << mla_last_error();
   }

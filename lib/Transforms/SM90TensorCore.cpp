@@ -397,6 +397,11 @@ void SM90PartialKernel::emitOutputStores(OpBuilder &b, ValueRange acc,
           auto type = VectorType::get({int64_t(values.size())},
                                       b.getF32Type());
           Value vec = vector::FromElementsOp::create(b, loc, type, values);
+          // A vector's first column is a multiple of its width and Dv of
+          // 8, so each store is aligned to its size (the runtime requires
+          // out and the workspace 16-byte aligned): one wide store, not a
+          // store per element.
+          int64_t width = values.size();
           ifThen(b, loc, arith::AndIOp::create(b, loc, isReal, v.inDv), [&] {
             if (final)
               vector::StoreOp::create(
@@ -404,11 +409,13 @@ void SM90PartialKernel::emitOutputStores(OpBuilder &b, ValueRange acc,
                   arith::TruncFOp::create(
                       b, loc, type.clone(b.getBF16Type()), vec),
                   args.out,
-                  ValueRange{k.add(item.qBegin, token), head, v.col});
+                  ValueRange{k.add(item.qBegin, token), head, v.col},
+                  /*nontemporal=*/false, llvm::Align(2 * width));
             else
               vector::StoreOp::create(
                   b, loc, vec, args.partialOut,
-                  ValueRange{item.slot, token, head, v.col});
+                  ValueRange{item.slot, token, head, v.col},
+                  /*nontemporal=*/false, llvm::Align(4 * width));
           });
         }
       }

@@ -187,8 +187,9 @@ mla_status mla_plan_get_work_list(mla_plan plan, void *host_dst, size_t bytes);
 
 /*--- Launching -------------------------------------------------------------*/
 
-/* q and kv: 16-byte aligned on the GPU backends (hip, cuda, emu), whose
- * kernels read them in 16-byte vectors; mla_launch refuses them otherwise. */
+/* q, kv, out and workspace: 16-byte aligned on the GPU backends (hip, cuda,
+ * emu), whose kernels read and write them in vectors of up to 16 bytes;
+ * mla_launch refuses them otherwise. */
 typedef struct mla_decode_args {
   const void *q;            /* [T, H, Dqk] bf16 */
   const void *kv;           /* [N, row bytes] in the artifact's format */
