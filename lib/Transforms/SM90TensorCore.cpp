@@ -394,14 +394,13 @@ void SM90PartialKernel::emitOutputStores(OpBuilder &b, ValueRange acc,
           SmallVector<Value> values;
           for (int64_t a : v.accumulators)
             values.push_back(k.fmul(acc[a + 2 * half], factor));
-          auto type = VectorType::get({int64_t(values.size())},
-                                      b.getF32Type());
-          Value vec = vector::FromElementsOp::create(b, loc, type, values);
           // A vector's first column is a multiple of its width and Dv of
           // 8, so each store is aligned to its size (the runtime requires
           // out and the workspace 16-byte aligned): one wide store, not a
           // store per element.
           int64_t width = values.size();
+          auto type = VectorType::get({width}, b.getF32Type());
+          Value vec = vector::FromElementsOp::create(b, loc, type, values);
           ifThen(b, loc, arith::AndIOp::create(b, loc, isReal, v.inDv), [&] {
             if (final)
               vector::StoreOp::create(
