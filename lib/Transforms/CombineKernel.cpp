@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
 
@@ -70,17 +71,22 @@ gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
   Value negInf = k.f32(-INFINITY);
   // A sequence with one work item was written by the partial kernel.
   Value split = k.lessThan(c1, k.sub(lastItem, firstItem));
+  // Each thread merges `width` consecutive outputs (token, columns) of the
+  // block's head at a time: one aligned vector load of each item's
+  // partials (the runtime requires the workspace and out 16-byte aligned),
+  // one vector store.
+  int64_t width = vDim % 4 == 0 ? 4 : vDim % 2 == 0 ? 2 : 1;
+  int64_t groups = vDim / width;
+  auto f32xW = VectorType::get({width}, f32);
   Value total = arith::SelectOp::create(
-      b, loc, split, k.mul(qLen, k.idx(vDim)), c0);
-  // Each thread merges the outputs (token, column) of the block's head it
-  // is assigned.
+      b, loc, split, k.mul(qLen, k.idx(groups)), c0);
   scf::ForOp::create(
       b, loc, tid, total, k.idx(kThreads), ValueRange{},
       [&](OpBuilder &lb, Location, Value flat, ValueRange) {
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToStart(lb.getInsertionBlock());
-        Value token = k.div(flat, k.idx(vDim));
-        Value col = k.rem(flat, k.idx(vDim));
+        Value token = k.div(flat, k.idx(groups));
+        Value col = k.mul(k.rem(flat, k.idx(groups)), k.idx(width));
         auto maxLoop = scf::ForOp::create(
             b, loc, firstItem, lastItem, c1, ValueRange{negInf},
             [&](OpBuilder &ib, Location, Value j, ValueRange c) {
@@ -93,8 +99,10 @@ gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
         Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                             maxLse, negInf);
         Value shift = arith::SelectOp::create(b, loc, empty, k.f32(0.0), maxLse);
+        Value zeros = arith::ConstantOp::create(
+            b, loc, f32xW, DenseElementsAttr::get(f32xW, 0.0f));
         auto sumLoop = scf::ForOp::create(
-            b, loc, firstItem, lastItem, c1, ValueRange{k.f32(0.0), k.f32(0.0)},
+            b, loc, firstItem, lastItem, c1, ValueRange{k.f32(0.0), zeros},
             [&](OpBuilder &ib, Location, Value j, ValueRange c) {
               OpBuilder::InsertionGuard g2(b);
               b.setInsertionPointToStart(ib.getInsertionBlock());
@@ -102,20 +110,29 @@ gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
                   b, loc,
                   arith::SubFOp::create(b, loc, k.load(pl, {j, token, head}),
                                         shift));
-              Value o = k.load(po, {j, token, head, col});
+              Value o = vector::LoadOp::create(
+                  b, loc, f32xW, po, ValueRange{j, token, head, col},
+                  /*nontemporal=*/false, llvm::Align(4 * width));
+              Value ws = vector::BroadcastOp::create(b, loc, f32xW, w);
               scf::YieldOp::create(
-                  b, loc, ValueRange{k.fadd(c[0], w), k.fadd(c[1], k.fmul(w, o))});
+                  b, loc,
+                  ValueRange{k.fadd(c[0], w), k.fadd(c[1], k.fmul(ws, o))});
             });
         Value weight = sumLoop.getResult(0), merged = sumLoop.getResult(1);
         Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
                                            weight, k.f32(0.0));
         Value value = arith::SelectOp::create(
-            b, loc, seen, arith::DivFOp::create(b, loc, merged, weight),
-            k.f32(0.0));
+            b, loc, seen,
+            arith::DivFOp::create(
+                b, loc, merged,
+                vector::BroadcastOp::create(b, loc, f32xW, weight)),
+            zeros);
         Value tokenRow = k.add(qBegin, token);
-        memref::StoreOp::create(
-            b, loc, arith::TruncFOp::create(b, loc, bf16, value), out,
-            ValueRange{tokenRow, head, col});
+        vector::StoreOp::create(
+            b, loc,
+            arith::TruncFOp::create(b, loc, f32xW.clone(bf16), value), out,
+            ValueRange{tokenRow, head, col}, /*nontemporal=*/false,
+            llvm::Align(2 * width));
         Value firstCol = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                                col, c0);
         scf::IfOp::create(b, loc, firstCol, [&](OpBuilder &ib, Location) {
