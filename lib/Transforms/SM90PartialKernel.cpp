@@ -466,12 +466,20 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   int64_t slots = format == CacheFormat::MXFP4 ? plan.copyPasses() : 0;
   if (plan.decodesTile())
     emitTileDecode(b, computeStage, scaleQueue.take_front(slots));
-  TileCopies copies = emitTileCopies(
-      b, k.add(tileStart, k.idx((plan.stages() - 1) * tile)),
-      k.rem(k.add(computeStage, k.idx(plan.stages() - 1)), stages));
+  // The next tile's copies (into the stage the first barrier freed).
+  TileCopies copies;
+  auto issueCopies = [&] {
+    copies = emitTileCopies(
+        b, k.add(tileStart, k.idx((plan.stages() - 1) * tile)),
+        k.rem(k.add(computeStage, k.idx(plan.stages() - 1)), stages));
+  };
+  if (!plan.copiesAfterScores())
+    issueCopies();
   if (plan.decodesTile())
     gpu::BarrierOp::create(b, loc);
   emitScoreMma(b);
+  if (plan.copiesAfterScores())
+    issueCopies();
   gpu::BarrierOp::create(b, loc);
   SmallVector<Value> scores = emitScores(b, tileStart);
 
