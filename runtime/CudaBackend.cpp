@@ -6,7 +6,9 @@
 // artifact's PTX JIT-compiled by cuModuleLoadDataEx, kernels launched with
 // their parameters packed into one buffer from the artifact's kernarg
 // fields (the same packing as the hip backend). A launch calls only
-// cuCtxSetCurrent and cuLaunchKernel on the caller's stream: it neither
+// cuCtxSetCurrent and cuLaunchKernel on the caller's stream (cuLaunchKernelEx
+// with programmatic stream serialization for a kernel that waits for the
+// previous one itself, so that it starts while that one finishes): it neither
 // allocates device memory nor synchronizes, so it can be captured in a
 // CUDA graph. A missing driver, no device, or a device of another
 // architecture than the artifact's is an error code with a message.
@@ -34,6 +36,24 @@ constexpr int kFuncMaxDynamicSharedSizeBytes = 8;
 void *const kLaunchParamBufferPointer = reinterpret_cast<void *>(0x01);
 void *const kLaunchParamBufferSize = reinterpret_cast<void *>(0x02);
 void *const kLaunchParamEnd = reinterpret_cast<void *>(0x00);
+constexpr int kLaunchAttributeProgrammaticStreamSerialization = 6;
+struct CUlaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    int programmaticStreamSerializationAllowed;
+    char bytes[64];
+  } value;
+};
+struct CUlaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  void *hStream;
+  CUlaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+static_assert(sizeof(CUlaunchAttribute) == 72 && sizeof(CUlaunchConfig) == 56,
+              "the layouts of cuda.h");
 
 struct CudaApi {
   CUresult (*init)(unsigned);
@@ -51,6 +71,9 @@ struct CudaApi {
   CUresult (*launchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
                            unsigned, unsigned, unsigned, void *, void **,
                            void **);
+  /// Absent from drivers before CUDA 12: launches fall back to launchKernel.
+  CUresult (*launchKernelEx)(const CUlaunchConfig *, void *, void **,
+                             void **);
   CUresult (*memAlloc)(CUdeviceptr *, size_t);
   CUresult (*memFree)(CUdeviceptr);
   CUresult (*memcpyHtoD)(CUdeviceptr, const void *, size_t);
@@ -82,6 +105,7 @@ Expected<const CudaApi *> loadCuda() {
     resolve(api.moduleGetFunction, "cuModuleGetFunction");
     resolve(api.funcSetAttribute, "cuFuncSetAttribute");
     resolve(api.launchKernel, "cuLaunchKernel");
+    resolve.optional(api.launchKernelEx, "cuLaunchKernelEx");
     resolve(api.memAlloc, "cuMemAlloc_v2");
     resolve(api.memFree, "cuMemFree_v2");
     resolve(api.memcpyHtoD, "cuMemcpyHtoD_v2");
@@ -253,6 +277,24 @@ Error CudaKernel::launchOne(const ArtifactKernel &kernel, void *function,
   void *extra[] = {kLaunchParamBufferPointer, packed->kernarg.data(),
                    kLaunchParamBufferSize, &packed->kernargBytes,
                    kLaunchParamEnd};
+  if (kernel.waitsForPrevious && backend.api.launchKernelEx) {
+    CUlaunchAttribute early{};
+    early.id = kLaunchAttributeProgrammaticStreamSerialization;
+    early.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{static_cast<unsigned>(grid[0]),
+                          static_cast<unsigned>(grid[1]),
+                          static_cast<unsigned>(grid[2]),
+                          static_cast<unsigned>(kernel.block[0]),
+                          static_cast<unsigned>(kernel.block[1]),
+                          static_cast<unsigned>(kernel.block[2]),
+                          static_cast<unsigned>(kernel.dynamicLdsBytes),
+                          stream,
+                          &early,
+                          1};
+    return backend.check(
+        backend.api.launchKernelEx(&config, function, nullptr, extra),
+        "launching " + kernel.name);
+  }
   return backend.check(
       backend.api.launchKernel(
           function, grid[0], grid[1], grid[2], kernel.block[0],

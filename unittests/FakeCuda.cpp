@@ -6,7 +6,8 @@
 // CUDA_ERROR_INVALID_PTX with a JIT log) and functions must be entries of
 // it; launches are recorded, parameter bytes included, and checked for the
 // `extra` protocol and for the primary context being current, so tests see
-// exactly what the backend passed. A test can make the next call of any
+// exactly what the backend passed (cuLaunchKernelEx: whether programmatic
+// stream serialization was allowed). A test can make the next call of any
 // function fail (fakeCudaFailNext) and count the allocations and modules
 // still alive.
 //
@@ -28,7 +29,22 @@ struct Launch {
   unsigned grid[3], block[3];
   unsigned sharedMemBytes;
   std::vector<uint8_t> params;
+  /// By cuLaunchKernelEx with programmatic stream serialization allowed.
+  bool programmatic = false;
 };
+/// cuda.h's launch configuration (CUDA 12 and 13).
+struct LaunchAttribute {
+  int id;
+  char pad[4];
+  char value[64];
+};
+struct LaunchConfig {
+  unsigned grid[3], block[3], sharedMemBytes;
+  void *stream;
+  LaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+constexpr int kProgrammaticStreamSerialization = 6;
 /// Dynamic shared memory a function may take (cuFuncSetAttribute); the
 /// driver's default is 48 KiB.
 constexpr int kDefaultDynamicShared = 48 * 1024;
@@ -143,11 +159,38 @@ int cuFuncSetAttribute(void *function, int attribute, int value) {
   maxDynamicShared[static_cast<const char *>(function)] = value;
   return 0;
 }
+int recordLaunch(void *function, const unsigned grid[3],
+                 const unsigned block[3], unsigned sharedMemBytes,
+                 void **kernelParams, void **extra, bool programmatic);
 int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz,
                    unsigned bx, unsigned by, unsigned bz,
                    unsigned sharedMemBytes, void *, void **kernelParams,
                    void **extra) {
   FAIL_IF_INJECTED("cuLaunchKernel");
+  unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  return recordLaunch(function, grid, block, sharedMemBytes, kernelParams,
+                      extra, false);
+}
+int cuLaunchKernelEx(const LaunchConfig *config, void *function,
+                     void **kernelParams, void **extra) {
+  FAIL_IF_INJECTED("cuLaunchKernelEx");
+  if (!config || (config->numAttrs > 0 && !config->attrs))
+    return kInvalidValue;
+  bool programmatic = false;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    if (config->attrs[i].id != kProgrammaticStreamSerialization)
+      return kInvalidValue;
+    int allowed;
+    std::memcpy(&allowed, config->attrs[i].value, sizeof allowed);
+    programmatic = allowed != 0;
+  }
+  return recordLaunch(function, config->grid, config->block,
+                      config->sharedMemBytes, kernelParams, extra,
+                      programmatic);
+}
+int recordLaunch(void *function, const unsigned grid[3],
+                 const unsigned block[3], unsigned sharedMemBytes,
+                 void **kernelParams, void **extra, bool programmatic) {
   if (current != &primaryContext)
     return kInvalidContext;
   if (kernelParams || !extra || extra[0] != (void *)1 ||
@@ -163,10 +206,11 @@ int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz,
                                                kDefaultDynamicShared)))
     return kInvalidValue;
   launches.push_back({static_cast<const char *>(function),
-                      {gx, gy, gz},
-                      {bx, by, bz},
+                      {grid[0], grid[1], grid[2]},
+                      {block[0], block[1], block[2]},
                       sharedMemBytes,
-                      std::vector<uint8_t>(data, data + bytes)});
+                      std::vector<uint8_t>(data, data + bytes),
+                      programmatic});
   return 0;
 }
 int cuMemAlloc_v2(unsigned long long *ptr, size_t bytes) {
@@ -240,5 +284,9 @@ const char *fakeCudaLaunch(int i, unsigned *grid, unsigned *block,
 unsigned fakeCudaLaunchSharedBytes(int i) {
   std::lock_guard<std::mutex> lock(mutex);
   return launches.at(i).sharedMemBytes;
+}
+int fakeCudaLaunchProgrammatic(int i) {
+  std::lock_guard<std::mutex> lock(mutex);
+  return launches.at(i).programmatic;
 }
 }

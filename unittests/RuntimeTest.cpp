@@ -1241,6 +1241,12 @@ TEST_F(FakeCuda, PacksKernelParametersInOrder) {
     if (k == 0) {
       EXPECT_GT(desc.dynamicLdsBytes, 48 * 1024);
     }
+    // The combine waits for the partial kernel itself (griddepcontrol.wait)
+    // and is launched to start while that one finishes; the partial kernel
+    // follows the stream's order.
+    EXPECT_EQ(desc.waitsForPrevious, k == 1);
+    EXPECT_EQ(hook<int (*)(int)>("fakeCudaLaunchProgrammatic")(before + k),
+              k == 1 ? 1 : 0);
     // The first parameter: q's (partial) or partial_out's (combine) pointer.
     int64_t first = 0;
     std::memcpy(&first, params, 8);
@@ -1312,6 +1318,7 @@ TEST_F(FakeCuda, EveryDriverFailureIsReportedAndRecovered) {
         {"cuMemAlloc_v2", "malloc", MLA_ERROR_INTERNAL},
         {"cuMemcpyHtoD_v2", "copy in", MLA_ERROR_INTERNAL},
         {"cuLaunchKernel", "launch", MLA_ERROR_LAUNCH_FAILED},
+        {"cuLaunchKernelEx", "launch", MLA_ERROR_LAUNCH_FAILED},
         {"cuStreamSynchronize", "synchronize", MLA_ERROR_LAUNCH_FAILED},
         {"cuMemcpyDtoH_v2", "copy out", MLA_ERROR_INTERNAL},
         {"cuMemFree_v2", "free", MLA_ERROR_INTERNAL},

@@ -57,6 +57,8 @@ describeKernel(llvm::StringRef name, mlir::DictionaryAttr launch,
     kernel.rowsPerWorkgroup = rows.getInt();
     kernel.headsPerBlock = heads.getInt();
   }
+  if (auto waits = launch.getAs<mlir::BoolAttr>("waits_for_previous"))
+    kernel.waitsForPrevious = waits.getValue();
 
   std::vector<amdgpu::KernelArgMetadata> explicitArgs;
   if (metadata) {

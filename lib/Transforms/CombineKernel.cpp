@@ -10,6 +10,7 @@
 
 #include "GFX950Kernels.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -24,7 +25,8 @@ constexpr int64_t kThreads = 256;
 } // namespace
 
 gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
-                                       StringRef name) {
+                                       StringRef name,
+                                       bool waitsForPrevious) {
   MLIRContext *ctx = op.getContext();
   Builder bb(ctx);
   Location loc = op.getLoc();
@@ -52,7 +54,9 @@ gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
                            {arg::kPartialOut, arg::kPartialLse,
                             arg::kItemIndptr, arg::kQoIndptr, arg::kOut,
                             arg::kLse},
-                           args));
+                           args,
+                           {bb.getNamedAttr("waits_for_previous",
+                                            bb.getBoolAttr(waitsForPrevious))}));
 
   OpBuilder b(ctx);
   b.setInsertionPointToStart(&func.getBody().front());
@@ -68,6 +72,10 @@ gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
   Value lastItem = k.loadIndex(itemIndptr, {k.add(seq, c1)});
   Value qBegin = k.loadIndex(qoIndptr, {seq});
   Value qLen = k.sub(k.loadIndex(qoIndptr, {k.add(seq, c1)}), qBegin);
+  // The indices are the launch's inputs; the partials are the previous
+  // kernel's results: launched early, wait for it here.
+  if (waitsForPrevious)
+    NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::wait);
   Value negInf = k.f32(-INFINITY);
   // A sequence with one work item was written by the partial kernel.
   Value split = k.lessThan(c1, k.sub(lastItem, firstItem));

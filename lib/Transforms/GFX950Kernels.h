@@ -253,9 +253,12 @@ mlir::gpu::GPUFuncOp buildPlanKernel(const PlanKernelFacts &facts,
 
 /// Builds the combine kernel: one workgroup per (sequence, head), 256
 /// threads over its (token, column) outputs; sequences with a single work
-/// item are left to the partial kernel's direct write.
+/// item are left to the partial kernel's direct write. `waitsForPrevious`
+/// (sm_90a): it may start while the partial kernel finishes and waits for
+/// it (griddepcontrol.wait) after loading its indices, before the partials.
 mlir::gpu::GPUFuncOp buildCombineKernel(CombineOp op, mlir::OpBuilder &mb,
-                                        llvm::StringRef name);
+                                        llvm::StringRef name,
+                                        bool waitsForPrevious);
 
 } // namespace mla
 

@@ -228,6 +228,9 @@ LogicalResult LaneFunctionBuilder::run() {
       // A lane's memory operations complete in program order, and lanes
       // switch only at the synchronizing operations: memory is already
       // ordered as a fence orders it.
+    } else if (isa<NVVM::GriddepcontrolOp>(op)) {
+      // sm_90a's programmatic launch: the emu runs a launch's kernels one
+      // after the other, each to its end.
     } else if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op)) {
       if (shuffle.getMode() != gpu::ShuffleMode::XOR ||
           !shuffle.getValue().getType().isF32())

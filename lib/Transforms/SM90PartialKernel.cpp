@@ -186,6 +186,11 @@ void SM90PartialKernel::emitBody(OpBuilder &b) {
   c0 = k.idx(0);
   c1 = k.idx(1);
   negInf = k.f32(-INFINITY);
+  // The combine kernel may be launched now: its blocks take SMs as this
+  // grid's blocks leave them and wait for the whole grid before they read
+  // the partials (buildCombineKernel's waitsForPrevious).
+  NVVM::GriddepcontrolOp::create(b, loc,
+                                 NVVM::GridDepActionKind::launch_dependents);
   thread.tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   thread.row = k.div(thread.tid, k.idx(kLanes));
   thread.lane = k.rem(thread.tid, k.idx(kLanes));

@@ -181,7 +181,8 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
                               .build(kb, kernel::kPartial));
     }
     for (CombineOp op : combines)
-      record(op, buildCombineKernel(op, kb, kernel::kCombine));
+      record(op, buildCombineKernel(op, kb, kernel::kCombine,
+                                    /*waitsForPrevious=*/nvidia));
     // The device planner, launched before the partial kernel by device
     // plans (the host ops keep the host planner).
     for (PartialDecodeOp op : partials)

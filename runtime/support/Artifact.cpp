@@ -189,6 +189,8 @@ json::Value kernelToJSON(const ArtifactKernel &kernel) {
     object.emplace_back("rows_per_workgroup", kernel.rowsPerWorkgroup);
     object.emplace_back("heads_per_block", kernel.headsPerBlock);
   }
+  if (kernel.waitsForPrevious)
+    object.emplace_back("waits_for_previous", true);
   return object;
 }
 
@@ -250,6 +252,14 @@ struct ManifestReader {
       fail(path, "is missing or not a number");
     return v.value_or(0.0);
   }
+  bool boolean(const json::Value *parent, std::string_view key,
+               const std::string &path) {
+    const json::Value *value = member(parent, key);
+    std::optional<bool> v = value ? value->getAsBoolean() : std::nullopt;
+    if (!v)
+      fail(path, "is missing or not true or false");
+    return v.value_or(false);
+  }
   bool failed() const { return bool(err); }
   rt::Error take() { return std::move(err); }
 };
@@ -284,6 +294,9 @@ void readKernel(ManifestReader &r, const json::Value *o,
       r.fail(path + ".rows_per_workgroup",
              "and heads_per_block must be positive");
   }
+  if (o->get("waits_for_previous"))
+    kernel.waitsForPrevious =
+        r.boolean(o, "waits_for_previous", path + ".waits_for_previous");
   const json::Array *args = r.array(o, "args", path + ".args");
   if (!args)
     return;

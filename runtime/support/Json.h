@@ -46,6 +46,9 @@ public:
   /// The number when it is an integer that int64 holds exactly.
   std::optional<int64_t> getAsInteger() const;
   std::optional<double> getAsNumber() const;
+  std::optional<bool> getAsBoolean() const {
+    return kind == Kind::Bool ? std::optional<bool>(boolean) : std::nullopt;
+  }
   const std::string *getAsString() const;
   const Array *getAsArray() const;
   const Object *getAsObject() const;

@@ -55,6 +55,10 @@ struct ArtifactKernel {
   /// workgroups busy (the planner sizes items by it). 0: not a partial
   /// kernel, one workgroup per item.
   int64_t rowsPerWorkgroup = 0, headsPerBlock = 0;
+  /// The kernel waits for the launch's previous kernel (griddepcontrol.wait)
+  /// before it reads that kernel's results, so the cuda backend lets it
+  /// start while that one finishes (programmatic stream serialization).
+  bool waitsForPrevious = false;
 };
 
 struct Artifact {

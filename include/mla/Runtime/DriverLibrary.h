@@ -34,6 +34,10 @@ struct SymbolResolver {
     if (!fn)
       missing += std::string(missing.empty() ? "" : ", ") + name;
   }
+  /// A function the backend can do without (null when absent).
+  template <typename Fn> void optional(Fn &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<Fn>>(dlsym(handle, name));
+  }
 };
 
 /// How a backend finds its driver and says what went wrong.
