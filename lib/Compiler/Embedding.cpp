@@ -18,11 +18,26 @@ void mla::registerDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllToLLVMIRTranslations(registry);
 }
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MLA_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(MLA_TSAN)
+#define MLA_TSAN 1
+#endif
+
 void mla::prepareContext(mlir::MLIRContext &context) {
   mlir::DialectRegistry registry;
   registerDialects(registry);
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
+#ifdef MLA_TSAN
+  // TSan cannot see the synchronization inside Debian's uninstrumented
+  // libMLIR: its thread pool's workers are reported racing (the JIT
+  // backends' contexts and mla-compile's alike, docs/reliability.md).
+  context.disableMultithreading();
+#endif
 }
 
 mlir::FailureOr<CodeObject> mla::translateToCodeObject(mlir::ModuleOp module) {

@@ -96,7 +96,7 @@ llvm::Error CpuKernel::init(const Artifact &a) {
   numHeads = a.numHeads;
   qkDim = a.qkDim;
   vDim = a.vDim;
-  prepareJitContext(context);
+  prepareContext(context);
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
     llvm::raw_string_ostream os(diagnostics);

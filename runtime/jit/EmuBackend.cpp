@@ -117,7 +117,7 @@ llvm::Error EmuKernel::init(const Artifact &artifact) {
     return statusError(Status::TargetMismatch,
                        "the emu backend does not know chip " + artifact.chip);
   format = artifact.format;
-  prepareJitContext(context);
+  prepareContext(context);
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
     llvm::raw_string_ostream os(diagnostics);

@@ -2,29 +2,11 @@
 
 #include "mla/Jit/JitSupport.h"
 
-#include "mla/Compiler/Embedding.h"
-
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "llvm/Support/TargetSelect.h"
 
 using namespace mla;
-
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define MLA_JIT_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__) && !defined(MLA_JIT_TSAN)
-#define MLA_JIT_TSAN 1
-#endif
-
-void mla::prepareJitContext(mlir::MLIRContext &context) {
-  prepareContext(context);
-#ifdef MLA_JIT_TSAN
-  context.disableMultithreading();
-#endif
-}
 
 llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
 mla::createEngine(mlir::ModuleOp module,

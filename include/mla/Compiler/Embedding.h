@@ -31,7 +31,10 @@ namespace mla {
 /// interfaces (bufferization) and the LLVM IR translations.
 void registerDialects(mlir::DialectRegistry &registry);
 
-/// A context with the dialects of registerDialects loaded.
+/// A context with the dialects of registerDialects loaded. Under TSan it
+/// runs no thread pool: TSan cannot see the synchronization inside
+/// Debian's uninstrumented libMLIR and reported its workers racing (the
+/// concurrent-launch test's JIT, mla-compile making the tests' artifacts).
 void prepareContext(mlir::MLIRContext &context);
 
 /// Translates the gpu.module of a module lowered to the ROCDL level into a

@@ -20,13 +20,6 @@
 
 namespace mla {
 
-/// A context for a backend's forms: the dialects loaded (prepareContext).
-/// Under TSan the context runs no thread pool: TSan cannot see the
-/// synchronization inside Debian's uninstrumented libMLIR and reported a
-/// race between two of its workers (a CI run of the concurrent-launch
-/// test); the concurrency under test is the runtime's own launches.
-void prepareJitContext(mlir::MLIRContext &context);
-
 /// JIT-compiles an LLVM-dialect module at -O3 and binds `symbols` (plus the
 /// C runner utils' memrefCopy) for it.
 llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
