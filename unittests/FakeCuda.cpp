@@ -159,7 +159,7 @@ int cuFuncSetAttribute(void *function, int attribute, int value) {
   maxDynamicShared[static_cast<const char *>(function)] = value;
   return 0;
 }
-int recordLaunch(void *function, const unsigned grid[3],
+static int recordLaunch(void *function, const unsigned grid[3],
                  const unsigned block[3], unsigned sharedMemBytes,
                  void **kernelParams, void **extra, bool programmatic);
 int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz,
@@ -188,7 +188,7 @@ int cuLaunchKernelEx(const LaunchConfig *config, void *function,
                       config->sharedMemBytes, kernelParams, extra,
                       programmatic);
 }
-int recordLaunch(void *function, const unsigned grid[3],
+static int recordLaunch(void *function, const unsigned grid[3],
                  const unsigned block[3], unsigned sharedMemBytes,
                  void **kernelParams, void **extra, bool programmatic) {
   if (current != &primaryContext)
