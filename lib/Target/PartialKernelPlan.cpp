@@ -33,11 +33,9 @@ FormatStrategy PartialKernelPlan::strategy() const {
 bool PartialKernelPlan::scaledPFits() const {
   // A wave converting all Dv columns of V itself (W = 1) would do four
   // times the workgroup's shared decode. ScaledP needs whole 32-column V
-  // blocks per wave, 8-byte aligned tile rows for the transposed loads and
-  // the scale expansion spread evenly over the threads.
+  // blocks per wave and 8-byte aligned tile rows for the transposed loads.
   return wavesPerRowGroup() > 1 && s.vDim % 32 == 0 &&
-         vColumnsPerWave() % 32 == 0 && rowBytes() % 8 == 0 &&
-         vScaleBlocks() * s.kvTile % kThreads == 0;
+         vColumnsPerWave() % 32 == 0 && rowBytes() % 8 == 0;
 }
 
 int64_t PartialKernelPlan::blocksPerItem() const {
@@ -71,9 +69,6 @@ std::vector<LdsBuffer> PartialKernelPlan::ldsBuffers() const {
   if (strategy().pv == PVPath::DecodedHalfTiles)
     buffers.push_back(
         {"decoded_v", {kVHalfRows, s.vDim}, LdsElement::BF16, 2});
-  if (strategy().pv == PVPath::ScaledP)
-    buffers.push_back(
-        {"v_scales", {vScaleBlocks(), s.kvTile}, LdsElement::F32, 4});
   if (strategy().blockScales)
     buffers.push_back({"tile_scales", {s.pipelineStages, scaleLdsBytes()},
                        LdsElement::E8M0, 1});

@@ -160,9 +160,6 @@ private:
                             mlir::Value acc);
   mlir::Value emitScaledPPV(mlir::OpBuilder &b, mlir::Value stage,
                             mlir::Value acc);
-  /// mxfp4 ScaledP: the tile's V block scales as f32, [block][row], one
-  /// share per thread.
-  void emitVScaleExpansion(mlir::OpBuilder &b, mlir::Value stage);
   /// The per-row factors in LDS broadcast over an accumulator tile.
   mlir::Value readRowFactors(mlir::OpBuilder &b);
 
@@ -193,8 +190,7 @@ private:
     mlir::Value kvIndices, kvLastPageLen; // paged caches
   } args;
   struct LdsBuffers {
-    mlir::Value kvTiles, scores, p, rowFactors, tileMaxima, decodedV, vScales,
-        tileScales;
+    mlir::Value kvTiles, scores, p, rowFactors, tileMaxima, decodedV, tileScales;
   } lds;
   /// The workgroup's work item: its sequence, positions [begin, end) of
   /// the sequence, its partial slot; `kvBegin` is the sequence's kv_indptr

@@ -5,10 +5,10 @@
 // lane (fiber) executes, with a context handle as its last argument; what a
 // lane cannot do alone becomes a call into the emu runtime
 // (runtime/jit/emu/Runtime.cpp): thread and block ids, workgroup barriers, and
-// the wave-level operations — amdgpu.mfma, gpu.shuffle, amdgpu.gather_to_lds,
-// amdgpu.memory_counter_wait — which rendezvous the wave's 64 lanes and
-// compute exactly what the instruction does (include/mla/Emu/MFMA.h); an LDS
-// DMA lands only when a wait retires it. Every load and store on workgroup
+// the wave-level operations — amdgpu.mfma, gpu.shuffle, rocdl.update.dpp,
+// amdgpu.gather_to_lds, amdgpu.memory_counter_wait — which rendezvous the
+// wave's 64 lanes and compute exactly what the instruction does
+// (include/mla/Emu/MFMA.h); an LDS DMA lands only when a wait retires it. Every load and store on workgroup
 // memory is announced to the runtime first (mla_emu_lds_read/_write), which
 // checks it against the LDS hazard model (include/mla/Emu/LdsHazards.h).
 // fp8 conversions follow the hardware's round-to-nearest-even; exp2/log are
@@ -26,6 +26,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -240,6 +241,19 @@ LogicalResult LaneFunctionBuilder::run() {
       shuffle.getShuffleResult().replaceAllUsesWith(v);
       shuffle.getValid().replaceAllUsesWith(
           arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+    } else if (auto dpp = dyn_cast<ROCDL::DPPUpdateOp>(op)) {
+      // Only what the kernels use: a row broadcast (row_newbcast) of an
+      // f32 with full masks, which leaves no lane's old value.
+      int32_t ctrl = dpp.getDppCtrl();
+      if (ctrl < 0x150 || ctrl > 0x15f || dpp.getRowMask() != 0xf ||
+          dpp.getBankMask() != 0xf || !dpp.getType().isF32())
+        return op->emitOpError(
+            "emu: only f32 row_newbcast DPP with full masks is modelled");
+      Value v = call(loc, "mla_emu_row_broadcast", {f32},
+                     {ctx, dpp.getSrc(),
+                      arith::ConstantOp::create(
+                          b, loc, b.getI32IntegerAttr(ctrl - 0x150))});
+      dpp.getRes().replaceAllUsesWith(v);
     } else if (auto gather = dyn_cast<amdgpu::GatherToLDSOp>(op)) {
       Type transfer = gather.getTransferType();
       int64_t bytes = 0;

@@ -205,8 +205,6 @@ void PartialKernel::bindArguments(gpu::GPUFuncOp func) {
     lds.tileMaxima = attributions[next++];
   if (strategy.pv == PVPath::DecodedHalfTiles)
     lds.decodedV = attributions[next++];
-  if (strategy.pv == PVPath::ScaledP)
-    lds.vScales = attributions[next++];
   if (strategy.blockScales)
     lds.tileScales = attributions[next++];
 }
@@ -397,14 +395,11 @@ void PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   if (testHazard != "drop-tile-barrier")
     gpu::BarrierOp::create(b, loc);
 
-  if (strategy.pv == PVPath::ScaledP)
-    emitVScaleExpansion(b, stage);
   // The softmax's lanes read back the scores other lanes of their wave
   // wrote (only their own wave's: the waves of a row group exchange just
   // their rows' tile maxima, behind a barrier of the softmax's own). LLVM
   // does not order one lane's LDS store before another lane's load, so a
-  // barrier does (the emu's checker sees hazards between waves only); it
-  // also orders the V scales every thread expanded (ScaledP).
+  // barrier does (the emu's checker sees hazards between waves only).
   emitQK(b, stage);
   gpu::BarrierOp::create(b, loc);
   SoftmaxState next = emitSoftmax(b, tileStart, {carried[0], carried[1]});

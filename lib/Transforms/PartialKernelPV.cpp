@@ -15,6 +15,8 @@
 #include "GFX950Kernels.h"
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -24,6 +26,17 @@ namespace {
 constexpr int64_t kThreads = PartialKernelPlan::kThreads;
 constexpr int64_t kRowsPerWave = PartialKernelPlan::kRowsPerWave;
 constexpr int64_t kVHalfRows = PartialKernelPlan::kVHalfRows;
+
+/// Lane `lane` of each row of 16 lanes, broadcast to its row (DPP
+/// row_newbcast, gfx90a and later). With full row and bank masks and
+/// bound_ctrl the backend folds it into the instruction that uses it.
+Value broadcastFromRowLane(OpBuilder &b, Location loc, Value v, int64_t lane) {
+  constexpr int32_t kRowNewBcast = 0x150;
+  Value old = LLVM::PoisonOp::create(b, loc, v.getType());
+  return ROCDL::DPPUpdateOp::create(b, loc, v.getType(), old, v,
+                                    kRowNewBcast + lane, /*rowMask=*/0xf,
+                                    /*bankMask=*/0xf, /*boundCtrl=*/true);
+}
 } // namespace
 
 Value PartialKernel::emitPV(OpBuilder &b, Value stage, Value acc) {
@@ -168,23 +181,6 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
   return acc;
 }
 
-void PartialKernel::emitVScaleExpansion(OpBuilder &b, Value stage) {
-  KernelBuilder k{b, loc};
-  int64_t blocks = plan.vScaleBlocks();
-  int64_t perThread = blocks * kTileRows / kThreads;
-  // Thread t: tile row t / (blocks / perThread), `perThread` consecutive
-  // blocks from there.
-  Value threadsPerRow = k.idx(blocks / perThread);
-  Value row = k.div(rows.tid, threadsPerRow);
-  Value firstBlock = k.mul(k.rem(rows.tid, threadsPerRow), k.idx(perThread));
-  for (int64_t j = 0; j < perThread; ++j) {
-    Value block = k.add(firstBlock, k.idx(j));
-    Value scale = tileScaleAsF32(k, stage, row, block);
-    memref::StoreOp::create(b, loc, scale, lds.vScales,
-                            ValueRange{block, row});
-  }
-}
-
 /// mxfp4 without a decoded copy of V. O[h][d] = sum_r P[h][r] · s[r][d/32]
 /// · e[r][d]: per 32-column block of V the wave multiplies its P rows by
 /// the rows' block scales (f32, exact: powers of two) and rounds to bf16,
@@ -195,10 +191,14 @@ void PartialKernel::emitVScaleExpansion(OpBuilder &b, Value stage) {
 /// 0..15 (docs/mfma-layouts.md §6): the B fragments of two 16x16x32 bf16
 /// MFMAs, K-step 0 taking rows 16·kg + 0..7 and K-step 1 rows 16·kg +
 /// 8..15 of each lane group; the A fragments (row s = head, the same
-/// rows) come from the row group's f32 P. The products equal the decoded
-/// path's: bf16(p · 2^k) = bf16(p) · 2^k. The accumulator is used in its
-/// lane form (mla-lower-to-mfma's C/D layout: elements 4·nb + r hold rows
-/// 4·kg + r of column 16·nb + s).
+/// rows) come from the row group's f32 P. Every lane of a lane group needs
+/// the same 16 rows' scales: lane 16·kg + s reads only its own row's (one
+/// byte a block, from the tile) and the group shares them by DPP row
+/// broadcasts folded into the multiplies (v_mul_f32_dpp row_newbcast),
+/// instead of each lane reading all 16 from LDS. The products equal the
+/// decoded path's: bf16(p · 2^k) = bf16(p) · 2^k. The accumulator is used
+/// in its lane form (mla-lower-to-mfma's C/D layout: elements 4·nb + r hold
+/// rows 4·kg + r of column 16·nb + s).
 Value PartialKernel::emitScaledPPV(OpBuilder &b, Value stage, Value acc) {
   KernelBuilder k{b, loc};
   Type f32 = b.getF32Type(), bf16 = b.getBF16Type(), i32 = b.getI32Type();
@@ -222,11 +222,19 @@ Value PartialKernel::emitScaledPPV(OpBuilder &b, Value stage, Value acc) {
         b, loc, v, ArrayRef<int64_t>{8 * h}, ArrayRef<int64_t>{8},
         ArrayRef<int64_t>{1});
   };
+  // The lane's own row's scales, all blocks loaded before any is used.
+  SmallVector<Value> ownScales;
+  for (int64_t blk = 0; blk < columns / 32; ++blk)
+    ownScales.push_back(
+        tileScaleAsF32(k, stage, laneRow, k.add(firstBlock, k.idx(blk))));
   for (int64_t blk = 0; blk < columns / 32; ++blk) {
-    Value scales = vector::LoadOp::create(
-        b, loc, f32x16, lds.vScales,
-        ValueRange{k.add(firstBlock, k.idx(blk)), firstRow});
-    Value pScaled = arith::MulFOp::create(b, loc, pRow, scales);
+    SmallVector<Value> products;
+    for (int64_t j = 0; j < 16; ++j) {
+      Value p = vector::ExtractOp::create(b, loc, pRow, ArrayRef<int64_t>{j});
+      products.push_back(arith::MulFOp::create(
+          b, loc, p, broadcastFromRowLane(b, loc, ownScales[blk], j)));
+    }
+    Value pScaled = vector::FromElementsOp::create(b, loc, f32x16, products);
     Value a = arith::TruncFOp::create(b, loc, VectorType::get({16}, bf16),
                                       pScaled);
     Value aSteps[2] = {half(a, 0), half(a, 1)};

@@ -119,8 +119,6 @@ public:
   int64_t scaleUnitsPerRow() const { return s.qkDim / 64; }
   int64_t scaleUnitsPerTile() const { return s.kvTile * scaleUnitsPerRow(); }
   int64_t scaleLdsBytes() const { return 4 * scaleUnitsPerTile(); }
-  /// mxfp4 ScaledP: V's block scales as f32, [V block][tile row].
-  int64_t vScaleBlocks() const { return s.vDim / 32; }
 
   // The tile DMA: wave-sized pieces (64 lanes x 16 bytes of data, or 64
   // scale units) dealt round-robin to the waves.

@@ -6,7 +6,6 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -20,6 +19,7 @@
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/BinaryFormat/MsgPackDocument.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/MC/MCAsmInfo.h"
 #include "llvm/MC/MCContext.h"
 #include "llvm/MC/MCDisassembler/MCDisassembler.h"
@@ -121,6 +121,32 @@ std::string mla::amdgpu::getChip(mlir::gpu::GPUModuleOp module) {
   return lookupTarget(defaultTargetName())->arch->arch.str();
 }
 
+/// LLVM's O3 pipeline without the SLP vectorizer. The kernels' vector
+/// math reaches LLVM as vector operations already (packed f32 ops come
+/// from type legalization); SLP would only pair scalar ops the kernel
+/// builds on purpose, e.g. the multiplies a DPP broadcast folds into
+/// (v_mul_f32_dpp has no packed form).
+static void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = true;
+  tuning.LoopInterleaving = true;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = false;
+  llvm::PassBuilder builder(&machine, tuning);
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager passes =
+      builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  passes.run(module, mam);
+}
+
 llvm::Expected<std::unique_ptr<llvm::Module>>
 mla::amdgpu::translateToLLVMIR(mlir::gpu::GPUModuleOp module,
                                llvm::LLVMContext &context) {
@@ -166,11 +192,7 @@ mla::amdgpu::translateToLLVMIR(mlir::gpu::GPUModuleOp module,
   if (!llvmModule->getModuleFlag("amdhsa_code_object_version"))
     llvmModule->addModuleFlag(llvm::Module::Error,
                               "amdhsa_code_object_version", 500);
-  auto optimize = mlir::makeOptimizingTransformer(/*optLevel=*/3,
-                                                  /*sizeLevel=*/0,
-                                                  machine->get());
-  if (llvm::Error err = optimize(llvmModule.get()))
-    return std::move(err);
+  optimize(*llvmModule, **machine);
   return llvmModule;
 }
 

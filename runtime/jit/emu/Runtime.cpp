@@ -49,7 +49,16 @@ using namespace mla::emu;
 namespace {
 constexpr size_t kStackBytes = 512 * 1024;
 
-enum class WaveOp { None, Mfma, Shuffle, Gather, Wait, TransposeLoad, LdMatrix };
+enum class WaveOp {
+  None,
+  Mfma,
+  Shuffle,
+  RowBroadcast,
+  Gather,
+  Wait,
+  TransposeLoad,
+  LdMatrix
+};
 
 const char *waveOpName(WaveOp op) {
   switch (op) {
@@ -59,6 +68,8 @@ const char *waveOpName(WaveOp op) {
     return "amdgpu.mfma";
   case WaveOp::Shuffle:
     return "gpu.shuffle";
+  case WaveOp::RowBroadcast:
+    return "rocdl.update.dpp";
   case WaveOp::Gather:
     return "amdgpu.gather_to_lds";
   case WaveOp::Wait:
@@ -454,6 +465,20 @@ static float mla_emu_shuffle_xor(int64_t ctx, float value, int32_t offset) {
   return slot.results[l];
 }
 
+/// DPP row_newbcast: every lane gets lane `source` of its row of 16.
+static float mla_emu_row_broadcast(int64_t ctx, float value, int32_t source) {
+  Lane &lane = laneOf(ctx);
+  int l = lane.id % kWaveLanes;
+  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
+  slot.values[l] = value;
+  slot.offsets[l] = source;
+  rendezvous(lane, WaveOp::RowBroadcast, [](WaveSlot &s) {
+    for (int i = 0; i < kWaveLanes; ++i)
+      s.results[i] = s.values[(i & ~15) | (s.offsets[i] & 15)];
+  });
+  return slot.results[l];
+}
+
 static void mla_emu_gather_to_lds(int64_t ctx, int64_t src, int64_t dst,
                                   int64_t bytes) {
   Lane &lane = laneOf(ctx);
@@ -713,6 +738,8 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
       {"mla_emu_block_id", reinterpret_cast<void *>(&mla_emu_block_id)},
       {"mla_emu_barrier", reinterpret_cast<void *>(&mla_emu_barrier)},
       {"mla_emu_shuffle_xor", reinterpret_cast<void *>(&mla_emu_shuffle_xor)},
+      {"mla_emu_row_broadcast",
+       reinterpret_cast<void *>(&mla_emu_row_broadcast)},
       {"mla_emu_mma_sync_16x8x16",
        reinterpret_cast<void *>(&mla_emu_mma_sync_16x8x16)},
       {"mla_emu_gather_to_lds",
