@@ -85,8 +85,9 @@ private:
   // PartialKernelStaging.cpp
   /// Where a tile's positions lie in the cache, as wave-uniform i32 values
   /// (rows fit: the C API counts a cache's rows, num_kv_rows, in an
-  /// int32, and 32-bit row arithmetic saves the lanes' 64-bit selects). Contiguous: row =
-  /// kvBegin + pos. Pages of at least a tile: a tile spans at most two
+  /// int32, and 32-bit row arithmetic saves the lanes' 64-bit selects).
+  /// Contiguous: `start` and `lastPos` are cache rows (kvBegin added).
+  /// Pages of at least a tile: a tile spans at most two
   /// pages, whose ids the wave loads once per tile; positions count from
   /// the first page's start (`start`, `lastPos` are relative to it), so a
   /// position's bit log2(P) says which page holds it: row = base + pos,

@@ -6,9 +6,10 @@
 // lane cannot do alone becomes a call into the emu runtime
 // (runtime/jit/emu/Runtime.cpp): thread and block ids, workgroup barriers, and
 // the wave-level operations — amdgpu.mfma, gpu.shuffle, rocdl.update.dpp,
-// amdgpu.gather_to_lds, amdgpu.memory_counter_wait — which rendezvous the
-// wave's 64 lanes and compute exactly what the instruction does
-// (include/mla/Emu/MFMA.h); an LDS DMA lands only when a wait retires it. Every load and store on workgroup
+// rocdl.readfirstlane, amdgpu.gather_to_lds, amdgpu.memory_counter_wait —
+// which rendezvous the wave's 64 lanes and compute exactly what the
+// instruction does (include/mla/Emu/MFMA.h); an LDS DMA lands only when a
+// wait retires it. Every load and store on workgroup
 // memory is announced to the runtime first (mla_emu_lds_read/_write), which
 // checks it against the LDS hazard model (include/mla/Emu/LdsHazards.h).
 // fp8 conversions follow the hardware's round-to-nearest-even; exp2/log are
@@ -241,6 +242,12 @@ LogicalResult LaneFunctionBuilder::run() {
       shuffle.getShuffleResult().replaceAllUsesWith(v);
       shuffle.getValid().replaceAllUsesWith(
           arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+    } else if (auto first = dyn_cast<ROCDL::ReadfirstlaneOp>(op)) {
+      if (!first.getType().isInteger(32))
+        return op->emitOpError("emu: only i32 readfirstlane is modelled");
+      Value v = call(loc, "mla_emu_readfirstlane", {first.getType()},
+                     {ctx, first.getSrc()});
+      first.getRes().replaceAllUsesWith(v);
     } else if (auto dpp = dyn_cast<ROCDL::DPPUpdateOp>(op)) {
       // Only what the kernels use: a row broadcast (row_newbcast) of an
       // f32 with full masks, which leaves no lane's old value.

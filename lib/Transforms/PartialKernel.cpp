@@ -20,6 +20,7 @@
 #include "GFX950Kernels.h"
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -291,15 +292,15 @@ void PartialKernel::emitBody(OpBuilder &b) {
   rows.tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   rows.wave = k.div(rows.tid, k.idx(kWaveSize));
   rows.lane = k.rem(rows.tid, k.idx(kWaveSize));
-  // The same wave as a 32-bit shift of the thread id, which the backend
-  // knows to be wave-uniform (an SGPR): the DMA's LDS destinations derive
-  // from it without a VALU add and a readfirstlane per load. (Only there:
-  // for the LDS reads the vector form folds into the instructions' offsets
-  // better.)
+  // The same wave in an SGPR (read from the first lane once): the DMA's
+  // LDS destinations derive from it by scalar arithmetic, without a VALU
+  // add and a readfirstlane per load. (Only there: for the LDS reads the
+  // vector form folds into the instructions' offsets better.)
   Value tid32 = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), rows.tid);
   Value waveShift = i32Const(b, llvm::Log2_64(kWaveSize));
   Value wave32 = arith::ShRUIOp::create(b, loc, tid32, waveShift);
-  rows.uniformWave = toIndex(b, wave32);
+  rows.uniformWave = toIndex(
+      b, ROCDL::ReadfirstlaneOp::create(b, loc, b.getI32Type(), wave32));
   // Logical workgroup j runs in dispatch slot j mod S of XCD j div S (S
   // slots per XCD): the hardware deals workgroup ids round-robin to the
   // XCDs (id mod xcds), so consecutive logical workgroups, which hold the
@@ -374,13 +375,15 @@ scf::ForOp PartialKernel::emitKVLoop(OpBuilder &b) {
   padF32 = k.f32(0.0);
   if (strategy.qk == QKPath::Bf16Mfma)
     emitBf16QTile(b);
+  // i32 bounds: gfx9's scalar unit has no 64-bit signed compare, so an
+  // index loop would test its bound in VALU.
   return scf::ForOp::create(
-      b, loc, item.begin, item.end, k.idx(kTileRows),
-      ValueRange{negInf, k.f32(0.0), zeroAcc},
+      b, loc, toI32(b, item.begin), toI32(b, item.end),
+      i32Const(b, kTileRows), ValueRange{negInf, k.f32(0.0), zeroAcc},
       [&](OpBuilder &lb, Location, Value tileStart, ValueRange carried) {
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToStart(lb.getInsertionBlock());
-        emitLoopStep(b, tileStart, carried);
+        emitLoopStep(b, toIndex(b, tileStart), carried);
       });
 }
 

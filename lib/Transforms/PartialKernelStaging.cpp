@@ -42,11 +42,21 @@ PartialKernel::TileRows PartialKernel::emitTileRows(OpBuilder &b,
                                                      Value tileStart) {
   TileRows tile{toI32(b, tileStart), toI32(b, item.lastPos),
                 toI32(b, item.kvBegin), {}, {}};
-  if (pageSize < kTileRows)
-    return tile;
   auto sub = [&](Value x, Value y) {
     return arith::SubIOp::create(b, loc, x, y).getResult();
   };
+  if (pageSize == 0) {
+    // Contiguous: positions become cache rows once a tile (wave-uniform),
+    // not once a load (a VALU add each).
+    auto add = [&](Value x) {
+      return arith::AddIOp::create(b, loc, x, tile.kvBegin).getResult();
+    };
+    tile.start = add(tile.start);
+    tile.lastPos = add(tile.lastPos);
+    return tile;
+  }
+  if (pageSize < kTileRows)
+    return tile;
   Value log2P = i32Const(b, llvm::Log2_64(pageSize));
   auto shl = [&](Value v) {
     return arith::ShLIOp::create(b, loc, v, log2P).getResult();
@@ -102,7 +112,7 @@ Value PartialKernel::cacheRow(OpBuilder &b, const TileRows &tile,
   Value pos = arith::MinSIOp::create(b, loc, unclamped, tile.lastPos);
   Value row;
   if (pageSize == 0) {
-    row = add(tile.kvBegin, pos);
+    row = pos; // emitTileRows counted start and lastPos from row 0
   } else if (tile.delta) {
     // All ones in the second page (pos in P..2P-1), else 0: a sign-extended
     // bit field, no compare (a VALU compare's VCC costs wait states before
@@ -212,7 +222,9 @@ void PartialKernel::emitTileHandoff(OpBuilder &b, Value tileIndex,
   };
   // Put the next tile in flight, then wait for this one: the loads of the
   // next tile may stay outstanding (the fewest any wave issues).
-  Value hasNext = k.lessThan(nextStart, item.end);
+  Value hasNext =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                            toI32(b, nextStart), toI32(b, item.end));
   scf::IfOp::create(
       b, loc, hasNext,
       [&](OpBuilder &ib, Location) {

@@ -38,7 +38,9 @@
 // CHECK: %[[VBASE:[^ ,)]+]] = arith.muli %[[PART]], %c128
 // The first tile is DMA'd before the loop (9 gathers of 16 bytes per lane).
 // CHECK-COUNT-9: amdgpu.gather_to_lds %[[KV]][%{{.+}}, %{{.+}}], %[[KVLDS]][%c0
-// CHECK: scf.for %[[T:[^ ,)]+]] = %{{.+}} to %{{.+}} step %c64{{[_0-9]*}} iter_args(%[[M:[^ ,)]+]] = %{{.+}}, %[[L:[^ ,)]+]] = %{{.+}}, %[[ACC:[^ ,)]+]] = %{{.+}}) -> (f32, f32, vector<16x128xf32>)
+// The tile loop counts positions in i32 (its bound tested by the scalar
+// unit).
+// CHECK: scf.for %[[T:[^ ,)]+]] = %{{.+}} to %{{.+}} step %c64_i32{{[_0-9]*}} iter_args(%[[M:[^ ,)]+]] = %{{.+}}, %[[L:[^ ,)]+]] = %{{.+}}, %[[ACC:[^ ,)]+]] = %{{.+}}) -> (f32, f32, vector<16x128xf32>) : i32
 // The next tile goes in flight, then this one is waited for.
 // CHECK:   scf.if
 // CHECK-COUNT-9: amdgpu.gather_to_lds

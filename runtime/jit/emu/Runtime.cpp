@@ -54,6 +54,7 @@ enum class WaveOp {
   Mfma,
   Shuffle,
   RowBroadcast,
+  Readfirstlane,
   Gather,
   Wait,
   TransposeLoad,
@@ -70,6 +71,8 @@ const char *waveOpName(WaveOp op) {
     return "gpu.shuffle";
   case WaveOp::RowBroadcast:
     return "rocdl.update.dpp";
+  case WaveOp::Readfirstlane:
+    return "rocdl.readfirstlane";
   case WaveOp::Gather:
     return "amdgpu.gather_to_lds";
   case WaveOp::Wait:
@@ -151,6 +154,7 @@ struct WaveSlot {
   MatrixFormat formatA = MatrixFormat::FP8, formatB = MatrixFormat::FP8;
   std::array<float, kWaveLanes> values, results;
   std::array<int32_t, kWaveLanes> offsets;
+  int32_t firstLane = 0; // readfirstlane
   std::array<int64_t, kWaveLanes> src, dst;
   int64_t bytes = 0;
   int64_t elementBits = 0; // transpose_load
@@ -479,6 +483,18 @@ static float mla_emu_row_broadcast(int64_t ctx, float value, int32_t source) {
   return slot.results[l];
 }
 
+/// The first lane's value, for every lane (the whole wave is active).
+static int32_t mla_emu_readfirstlane(int64_t ctx, int32_t value) {
+  Lane &lane = laneOf(ctx);
+  int l = lane.id % kWaveLanes;
+  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
+  slot.offsets[l] = value;
+  rendezvous(lane, WaveOp::Readfirstlane, [](WaveSlot &s) {
+    s.firstLane = s.offsets[0];
+  });
+  return slot.firstLane;
+}
+
 static void mla_emu_gather_to_lds(int64_t ctx, int64_t src, int64_t dst,
                                   int64_t bytes) {
   Lane &lane = laneOf(ctx);
@@ -740,6 +756,8 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
       {"mla_emu_shuffle_xor", reinterpret_cast<void *>(&mla_emu_shuffle_xor)},
       {"mla_emu_row_broadcast",
        reinterpret_cast<void *>(&mla_emu_row_broadcast)},
+      {"mla_emu_readfirstlane",
+       reinterpret_cast<void *>(&mla_emu_readfirstlane)},
       {"mla_emu_mma_sync_16x8x16",
        reinterpret_cast<void *>(&mla_emu_mma_sync_16x8x16)},
       {"mla_emu_gather_to_lds",
