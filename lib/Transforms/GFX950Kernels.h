@@ -103,6 +103,16 @@ private:
   mlir::Value cacheRow(mlir::OpBuilder &b, const TileRows &tile,
                        mlir::Value localRow);
   mlir::Value clampPage(mlir::OpBuilder &b, mlir::Value pageId);
+  /// Where a DMA lane reads the element at (`localRow`, `col`) of the tile
+  /// in `cache` (kv or kv_scale, rows of `rowElems`): through its 1-D view
+  /// `flatCache` (contiguous byte caches) by a flat index, the tile's first
+  /// row (wave-uniform) plus the lane's 32-bit offset within the tile,
+  /// which the backend addresses as a scalar base and a vector offset;
+  /// otherwise by (cacheRow, col).
+  std::pair<mlir::Value, llvm::SmallVector<mlir::Value, 2>>
+  tileSource(mlir::OpBuilder &b, const TileRows &tile, mlir::Value cache,
+             mlir::Value flatCache, mlir::Value localRow, mlir::Value col,
+             int64_t rowElems);
   mlir::Value toI32(mlir::OpBuilder &b, mlir::Value index);
   mlir::Value toIndex(mlir::OpBuilder &b, mlir::Value i32);
   mlir::Value i32Const(mlir::OpBuilder &b, int64_t v);
@@ -189,6 +199,9 @@ private:
     mlir::Value q, kv, kvScale, qoIndptr, kvIndptr, workItems, partialOut,
         partialLse, itemIndptr, out, lse, workUnits, workgroupUnits;
     mlir::Value kvIndices, kvLastPageLen; // paged caches
+    /// Contiguous byte caches (fp8, mxfp4): kv and kv_scale as 1-D views,
+    /// the DMA's source; null otherwise.
+    mlir::Value kvFlat, kvScaleFlat;
   } args;
   struct LdsBuffers {
     mlir::Value kvTiles, scores, p, rowFactors, tileMaxima, decodedV, tileScales;

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mla;
@@ -72,10 +73,12 @@ PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart,
   Value tileMax =
       plan.wavesPerRowGroup() > 1 ? emitRowGroupMax(b, ownMax) : ownMax;
   Value newMax = k.fmax(running.max, tileMax);
-  // A row that has seen nothing yet shifts by 0, not by -inf.
-  Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                      newMax, negInf);
-  Value shift = arith::SelectOp::create(b, loc, empty, k.f32(0.0), newMax);
+  // A row that has seen nothing yet (max -inf) shifts by the lowest finite
+  // float, not by -inf: its scores and running max, all -inf, still give
+  // exp2 = 0, and a finite (or NaN) max passes unchanged. One maximum, not
+  // a compare and a select.
+  Value shift = arith::MaximumFOp::create(
+      b, loc, newMax, k.f32(-std::numeric_limits<float>::max()));
   auto vt = VectorType::get({cols}, f32);
   Value p = math::Exp2Op::create(
       b, loc,

@@ -139,6 +139,27 @@ Value PartialKernel::cacheRow(OpBuilder &b, const TileRows &tile,
   return toIndex(b, row);
 }
 
+std::pair<Value, SmallVector<Value, 2>>
+PartialKernel::tileSource(OpBuilder &b, const TileRows &tile, Value cache,
+                          Value flatCache, Value localRow, Value col,
+                          int64_t rowElems) {
+  if (!flatCache)
+    return {cache, {cacheRow(b, tile, localRow), col}};
+  // Rows past the item clamp to its last (their scores are masked). The
+  // offset stays below kv_tile rows, so it fits 32 bits however large the
+  // cache.
+  auto nuw = arith::IntegerOverflowFlags::nuw;
+  Value rowsLeft = arith::SubIOp::create(b, loc, tile.lastPos, tile.start);
+  Value row = arith::MinUIOp::create(b, loc, toI32(b, localRow), rowsLeft);
+  Value offset = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, row, i32Const(b, rowElems), nuw),
+      toI32(b, col), nuw);
+  KernelBuilder k{b, loc};
+  Value first = k.mul(toIndex(b, tile.start), k.idx(rowElems));
+  return {flatCache, {k.add(first, toIndex(b, offset))}};
+}
+
 Value PartialKernel::toI32(OpBuilder &b, Value index) {
   return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
 }
@@ -158,13 +179,13 @@ void PartialKernel::emitDataGather(OpBuilder &b, const TileRows &tile,
   int64_t rowElems = plan.rowElements();
   Value waveBase = k.mul(piece, k.idx(kWaveSize * dmaElems));
   Value lin = k.add(waveBase, k.mul(rows.lane, k.idx(dmaElems)));
-  Value srcRow = cacheRow(b, tile, k.div(lin, k.idx(rowElems)));
-  Value srcCol = k.rem(lin, k.idx(rowElems));
+  auto [src, srcIndices] =
+      tileSource(b, tile, args.kv, args.kvFlat, k.div(lin, k.idx(rowElems)),
+                 k.rem(lin, k.idx(rowElems)), rowElems);
   Value dstRow = k.div(waveBase, k.idx(rowElems));
   Value dstCol = k.rem(waveBase, k.idx(rowElems));
   amdgpu::GatherToLDSOp::create(
-      b, loc, args.kv, ValueRange{srcRow, srcCol}, lds.kvTiles,
-      ValueRange{stage, dstRow, dstCol},
+      b, loc, src, srcIndices, lds.kvTiles, ValueRange{stage, dstRow, dstCol},
       TypeAttr::get(VectorType::get({dmaElems}, kvMemType(b))));
 }
 
@@ -173,12 +194,12 @@ void PartialKernel::emitScaleGather(OpBuilder &b, const TileRows &tile,
   KernelBuilder k{b, loc};
   Value scalePiece = k.sub(piece, k.idx(plan.dataPieces()));
   Value unit = k.add(k.mul(scalePiece, k.idx(kWaveSize)), rows.lane);
-  Value srcRow =
-      cacheRow(b, tile, k.div(unit, k.idx(plan.scaleUnitsPerRow())));
-  Value srcCol =
-      k.mul(k.rem(unit, k.idx(plan.scaleUnitsPerRow())), k.idx(2));
+  int64_t units = plan.scaleUnitsPerRow();
+  auto [src, srcIndices] = tileSource(
+      b, tile, args.kvScale, args.kvScaleFlat, k.div(unit, k.idx(units)),
+      k.mul(k.rem(unit, k.idx(units)), k.idx(2)), 2 * units);
   amdgpu::GatherToLDSOp::create(
-      b, loc, args.kvScale, ValueRange{srcRow, srcCol}, lds.tileScales,
+      b, loc, src, srcIndices, lds.tileScales,
       ValueRange{stage, k.mul(scalePiece, k.idx(4 * kWaveSize))},
       TypeAttr::get(VectorType::get({2}, b.getType<Float8E8M0FNUType>())));
 }

@@ -20,7 +20,13 @@
 // so the consecutive units of a work item's row blocks share an XCD's L2),
 // which runs its units [workgroup_unit_indptr[j], [j+1]), each a (work
 // item, row block).
+// The DMA reads the contiguous cache through a 1-D view (a scalar tile
+// base plus each lane's 32-bit offset).
+// CHECK: %[[KVFLAT:[^ ,)]+]] = memref.reinterpret_cast %[[KV]] to offset: [0], sizes: [%{{.+}}], strides: [1]
 // CHECK: %[[WAVE:[^ ,)]+]] = arith.divui %thread_id_x, %c64
+// The same wave from the first lane, a scalar for the wave-uniform indices.
+// CHECK: %[[WAVE32:[^ ,)]+]] = rocdl.readfirstlane
+// CHECK: %[[UWAVE:[^ ,)]+]] = arith.index_castui %[[WAVE32]]
 // CHECK: %[[ID:[^ ,)]+]] = gpu.block_id x
 // CHECK: %[[XCD:[^ ,)]+]] = arith.remui %[[ID]], %c8
 // CHECK: %[[DSLOT:[^ ,)]+]] = arith.divui %[[ID]], %c8
@@ -32,12 +38,12 @@
 // CHECK:   %[[BLOCK32:[^ ,)]+]] = memref.load %[[UNITS]][%[[UNIT]], %c1]
 // A wave's group and share: wave / 4 (the row group), wave % 4 (the part);
 // it scores tile rows 16·part.. and sums Dv columns 128·part...
-// CHECK: %[[ROWGROUP:[^ ,)]+]] = arith.divui %[[WAVE]], %c4
-// CHECK: %[[PART:[^ ,)]+]] = arith.remui %[[WAVE]], %c4
+// CHECK: %[[ROWGROUP:[^ ,)]+]] = arith.divui %[[UWAVE]], %c4
+// CHECK: %[[PART:[^ ,)]+]] = arith.remui %[[UWAVE]], %c4
 // CHECK: %[[KVBASE:[^ ,)]+]] = arith.muli %[[PART]], %c16
 // CHECK: %[[VBASE:[^ ,)]+]] = arith.muli %[[PART]], %c128
 // The first tile is DMA'd before the loop (9 gathers of 16 bytes per lane).
-// CHECK-COUNT-9: amdgpu.gather_to_lds %[[KV]][%{{.+}}, %{{.+}}], %[[KVLDS]][%c0
+// CHECK-COUNT-9: amdgpu.gather_to_lds %[[KVFLAT]][%{{.+}}], %[[KVLDS]][%c0
 // The tile loop counts positions in i32 (its bound tested by the scalar
 // unit).
 // CHECK: scf.for %[[T:[^ ,)]+]] = %{{.+}} to %{{.+}} step %c64_i32{{[_0-9]*}} iter_args(%[[M:[^ ,)]+]] = %{{.+}}, %[[L:[^ ,)]+]] = %{{.+}}, %[[ACC:[^ ,)]+]] = %{{.+}}) -> (f32, f32, vector<16x128xf32>) : i32
