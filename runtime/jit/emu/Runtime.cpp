@@ -427,6 +427,24 @@ void trampoline() {
   (void)scheduler;
 #endif
 }
+
+/// A cross-lane move of an f32: each lane gives its value and an operand;
+/// lane i gets the value of lane sourceLane(i, its operand).
+template <typename SourceLane>
+float exchangeLanes(int64_t ctx, WaveOp op, float value, int32_t operand,
+                    SourceLane sourceLane) {
+  Lane &lane = laneOf(ctx);
+  int l = lane.id % kWaveLanes;
+  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
+  slot.values[l] = value;
+  slot.offsets[l] = operand;
+  rendezvous(lane, op, [&](WaveSlot &s) {
+    for (int i = 0; i < kWaveLanes; ++i)
+      s.results[i] = s.values[sourceLane(i, s.offsets[i])];
+  });
+  return slot.results[l];
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -457,30 +475,16 @@ static void mla_emu_barrier(int64_t ctx) {
 }
 
 static float mla_emu_shuffle_xor(int64_t ctx, float value, int32_t offset) {
-  Lane &lane = laneOf(ctx);
-  int l = lane.id % kWaveLanes;
-  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
-  slot.values[l] = value;
-  slot.offsets[l] = offset;
-  rendezvous(lane, WaveOp::Shuffle, [](WaveSlot &s) {
-    for (int i = 0; i < kWaveLanes; ++i)
-      s.results[i] = s.values[(i ^ s.offsets[i]) % kWaveLanes];
-  });
-  return slot.results[l];
+  return exchangeLanes(ctx, WaveOp::Shuffle, value, offset,
+                       [](int i, int32_t mask) {
+                         return (i ^ mask) % kWaveLanes;
+                       });
 }
 
 /// DPP row_newbcast: every lane gets lane `source` of its row of 16.
 static float mla_emu_row_broadcast(int64_t ctx, float value, int32_t source) {
-  Lane &lane = laneOf(ctx);
-  int l = lane.id % kWaveLanes;
-  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
-  slot.values[l] = value;
-  slot.offsets[l] = source;
-  rendezvous(lane, WaveOp::RowBroadcast, [](WaveSlot &s) {
-    for (int i = 0; i < kWaveLanes; ++i)
-      s.results[i] = s.values[(i & ~15) | (s.offsets[i] & 15)];
-  });
-  return slot.results[l];
+  return exchangeLanes(ctx, WaveOp::RowBroadcast, value, source,
+                       [](int i, int32_t src) { return (i & ~15) | (src & 15); });
 }
 
 /// The first lane's value, for every lane (the whole wave is active).
