@@ -314,9 +314,10 @@ void PartialKernel::emitBody(OpBuilder &b) {
   rows.wave = k.div(rows.tid, k.idx(kWaveSize));
   rows.lane = k.rem(rows.tid, k.idx(kWaveSize));
   // The same wave in an SGPR (read from the first lane once): the DMA's
-  // LDS destinations derive from it by scalar arithmetic, without a VALU
-  // add and a readfirstlane per load. (Only there: for the LDS reads the
-  // vector form folds into the instructions' offsets better.)
+  // LDS destinations, and with several waves a row group their group and
+  // part, derive from it by scalar arithmetic. (A row group per wave keeps
+  // the vector form, with which the bf16 H = 128 loop's LDS reads folded
+  // their offsets better: docs/performance.md, 2026-12-02.)
   Value tid32 = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), rows.tid);
   Value waveShift = i32Const(b, llvm::Log2_64(kWaveSize));
   Value wave32 = arith::ShRUIOp::create(b, loc, tid32, waveShift);
