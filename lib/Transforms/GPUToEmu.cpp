@@ -197,6 +197,10 @@ LogicalResult LaneFunctionBuilder::run() {
   Type i64Type = b.getI64Type(), f32 = b.getF32Type();
   Value aBuf = scratch(32), bBuf = scratch(32), cBuf = scratch(16),
         dBuf = scratch(16), trBuf = scratch(8);
+  // A row broadcast's whole row, per broadcast source and block: the
+  // kernels broadcast each lane of a row of one value in turn, which one
+  // rendezvous serves.
+  DenseMap<std::pair<Value, Block *>, Value> rowValues;
   SmallVector<Operation *> ops;
   fn.walk([&](Operation *op) { ops.push_back(op); });
   for (Operation *op : ops) {
@@ -256,10 +260,20 @@ LogicalResult LaneFunctionBuilder::run() {
           dpp.getBankMask() != 0xf || !dpp.getType().isF32())
         return op->emitOpError(
             "emu: only f32 row_newbcast DPP with full masks is modelled");
-      Value v = call(loc, "mla_emu_row_broadcast", {f32},
-                     {ctx, dpp.getSrc(),
-                      arith::ConstantOp::create(
-                          b, loc, b.getI32IntegerAttr(ctrl - 0x150))});
+      Value &row = rowValues[{dpp.getSrc(), op->getBlock()}];
+      if (!row) {
+        row = scratch(16 * 4);
+        call(loc, "mla_emu_row_values", {},
+             {ctx, dpp.getSrc(),
+              address(loc, row, {arith::ConstantIndexOp::create(b, loc, 0)})});
+      }
+      Value bytes = vector::LoadOp::create(
+          b, loc, VectorType::get({4}, b.getI8Type()), row,
+          ValueRange{arith::ConstantIndexOp::create(b, loc, 4 * (ctrl - 0x150))});
+      Value v = vector::ExtractOp::create(
+          b, loc,
+          vector::BitCastOp::create(b, loc, VectorType::get({1}, f32), bytes),
+          ArrayRef<int64_t>{0});
       dpp.getRes().replaceAllUsesWith(v);
     } else if (auto gather = dyn_cast<amdgpu::GatherToLDSOp>(op)) {
       Type transfer = gather.getTransferType();

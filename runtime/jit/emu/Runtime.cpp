@@ -427,24 +427,6 @@ void trampoline() {
   (void)scheduler;
 #endif
 }
-
-/// A cross-lane move of an f32: each lane gives its value and an operand;
-/// lane i gets the value of lane sourceLane(i, its operand).
-template <typename SourceLane>
-float exchangeLanes(int64_t ctx, WaveOp op, float value, int32_t operand,
-                    SourceLane sourceLane) {
-  Lane &lane = laneOf(ctx);
-  int l = lane.id % kWaveLanes;
-  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
-  slot.values[l] = value;
-  slot.offsets[l] = operand;
-  rendezvous(lane, op, [&](WaveSlot &s) {
-    for (int i = 0; i < kWaveLanes; ++i)
-      s.results[i] = s.values[sourceLane(i, s.offsets[i])];
-  });
-  return slot.results[l];
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -475,16 +457,30 @@ static void mla_emu_barrier(int64_t ctx) {
 }
 
 static float mla_emu_shuffle_xor(int64_t ctx, float value, int32_t offset) {
-  return exchangeLanes(ctx, WaveOp::Shuffle, value, offset,
-                       [](int i, int32_t mask) {
-                         return (i ^ mask) % kWaveLanes;
-                       });
+  Lane &lane = laneOf(ctx);
+  int l = lane.id % kWaveLanes;
+  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
+  slot.values[l] = value;
+  slot.offsets[l] = offset;
+  rendezvous(lane, WaveOp::Shuffle, [](WaveSlot &s) {
+    for (int i = 0; i < kWaveLanes; ++i)
+      s.results[i] = s.values[(i ^ s.offsets[i]) % kWaveLanes];
+  });
+  return slot.results[l];
 }
 
-/// DPP row_newbcast: every lane gets lane `source` of its row of 16.
-static float mla_emu_row_broadcast(int64_t ctx, float value, int32_t source) {
-  return exchangeLanes(ctx, WaveOp::RowBroadcast, value, source,
-                       [](int i, int32_t src) { return (i & ~15) | (src & 15); });
+/// DPP row_newbcast, all 16 at once: `out` gets the values of the 16
+/// lanes of the lane's row (what row_newbcast:0..15 would give it).
+static void mla_emu_row_values(int64_t ctx, float value, int64_t out) {
+  Lane &lane = laneOf(ctx);
+  int l = lane.id % kWaveLanes;
+  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
+  slot.values[l] = value;
+  // A snapshot: lanes that go on to the next wave op overwrite `values`.
+  rendezvous(lane, WaveOp::RowBroadcast,
+             [](WaveSlot &s) { s.results = s.values; });
+  std::memcpy(reinterpret_cast<float *>(out), &slot.results[l & ~15],
+              16 * sizeof(float));
 }
 
 /// The first lane's value, for every lane (the whole wave is active).
@@ -758,8 +754,7 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
       {"mla_emu_block_id", reinterpret_cast<void *>(&mla_emu_block_id)},
       {"mla_emu_barrier", reinterpret_cast<void *>(&mla_emu_barrier)},
       {"mla_emu_shuffle_xor", reinterpret_cast<void *>(&mla_emu_shuffle_xor)},
-      {"mla_emu_row_broadcast",
-       reinterpret_cast<void *>(&mla_emu_row_broadcast)},
+      {"mla_emu_row_values", reinterpret_cast<void *>(&mla_emu_row_values)},
       {"mla_emu_readfirstlane",
        reinterpret_cast<void *>(&mla_emu_readfirstlane)},
       {"mla_emu_mma_sync_16x8x16",
