@@ -126,6 +126,7 @@ TEST(SplitPlanner, BalancedItemsAreNonEmptyAndTileAligned) {
 TEST(SplitPlanner, ForcedSplitsUseCeilDivisionAndClamp) {
   SplitOptions options;
   options.forcedSplits = 7;
+  options.kvTile = 2;
   // 10 positions in 7 items of ceil(10/7) = 2: five full items, two empty.
   WorkList list = plan({10, 1, 0}, options);
   EXPECT_EQ(list.numItems(), 21);
@@ -135,6 +136,31 @@ TEST(SplitPlanner, ForcedSplitsUseCeilDivisionAndClamp) {
   EXPECT_EQ(list.items[7].kvEnd, 1);
   EXPECT_EQ(list.items[8].kvBegin, 1);
   EXPECT_EQ(list.items[8].kvEnd, 1);
+}
+
+// Items with positions start on multiples of the KV tile under both policies:
+// the gfx950 kernel's tiles then never straddle a page of at least a tile
+// (it DMAs a tile from one page).
+TEST(SplitPlanner, ItemsStartOnTiles) {
+  std::vector<int64_t> lens = {100, 7, 0, 1000, 4097, 65};
+  for (int64_t forced : {0, 1, 3, 7}) {
+    SplitOptions options;
+    options.forcedSplits = forced;
+    options.kvTile = 64;
+    WorkList list = plan(lens, options);
+    expectCovers(list, lens);
+    for (const WorkItem &item : list.items)
+      if (item.kvBegin < item.kvEnd) // an empty item has no tile
+        EXPECT_EQ(item.kvBegin % 64, 0) << "forced " << forced;
+  }
+  // 100 positions in 3 forced items: ceil(100/3) = 34 rounds up to 64.
+  SplitOptions options;
+  options.forcedSplits = 3;
+  WorkList list = plan({100}, options);
+  ASSERT_EQ(list.numItems(), 3);
+  EXPECT_EQ(list.items[0].kvEnd, 64);
+  EXPECT_EQ(list.items[1].kvEnd, 100);
+  EXPECT_EQ(list.items[2].kvBegin, list.items[2].kvEnd);
 }
 
 TEST(SplitPlanner, RejectsBadOptions) {

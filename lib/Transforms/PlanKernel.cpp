@@ -342,13 +342,13 @@ PlanKernel::emitBlockScan(ArrayRef<Value> values) {
 
 PlanKernel::Split PlanKernel::emitSplit(Value kvLen, Value chunk) {
   Value c1 = k.idx(1);
+  Value tile = k.idx(f.kvTile);
   if (f.forcedSplits > 0) {
     Value n = k.idx(f.forcedSplits);
-    return {n, maxS(ceilDiv(kvLen, n), c1)};
+    return {n, k.mul(ceilDiv(maxS(ceilDiv(kvLen, n), c1), tile), tile)};
   }
   // As mla::planSplits: equal items on tile boundaries, trailing empties
   // dropped.
-  Value tile = k.idx(f.kvTile);
   Value n = clamp(k.div(kvLen, chunk), 1, k.idx(f.maxSplitsPerSeq));
   Value size = k.mul(ceilDiv(maxS(ceilDiv(kvLen, n), c1), tile), tile);
   return {maxS(ceilDiv(kvLen, size), c1), size};

@@ -157,9 +157,10 @@ rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
     int64_t splits;
     int64_t itemSize;
     if (options.forcedSplits > 0) {
-      // Uniform: ceil division, so the last items may be short or empty.
+      // Uniform: ceil division rounded up to tiles, so the last items may
+      // be short or empty.
       splits = options.forcedSplits;
-      itemSize = std::max<int64_t>(ceilDiv(len, splits), 1);
+      itemSize = roundUp(std::max<int64_t>(ceilDiv(len, splits), 1), tile);
     } else {
       splits = std::clamp<int64_t>(len / chunk, 1, options.maxSplitsPerSeq);
       // Equal items, boundaries on tiles; clamping keeps them inside.

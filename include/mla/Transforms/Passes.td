@@ -132,8 +132,8 @@ def MLASplitKVPass : Pass<"mla-split-kv"> {
 
     The work list is an SSA value chosen at run time by the planner
     (`mla.plan_splits`, docs/split-planning.md); a uniform config gives every
-    sequence exactly `splits` items (ceil division, clamped: items past a
-    sequence's end are empty and contribute nothing).
+    sequence exactly `splits` items (ceil division rounded up to the KV tile,
+    clamped: items past a sequence's end are empty and contribute nothing).
 
     Must run after mla-select-config: expects `mla.config` and `mla.target`
     on every mla.decode.
