@@ -86,32 +86,37 @@ private:
   /// Where a tile's positions lie in the cache, as wave-uniform i32 values
   /// (rows fit: the C API counts a cache's rows, num_kv_rows, in an
   /// int32, and 32-bit row arithmetic saves the lanes' 64-bit selects).
-  /// Contiguous: `start` and `lastPos` are cache rows (kvBegin added).
-  /// Pages of at least a tile: a tile spans at most two
-  /// pages, whose ids the wave loads once per tile; positions count from
-  /// the first page's start (`start`, `lastPos` are relative to it), so a
-  /// position's bit log2(P) says which page holds it: row = base + pos,
-  /// plus `delta` in the second page. Smaller pages: each lane looks its
-  /// row's page up.
+  /// Contiguous, and pages of at least a tile (a tile lies in one page:
+  /// items start on tiles): `start` and `lastPos` are cache rows, `kv` and
+  /// `kvScale` the tile's rows as buffers (tileBuffer). Smaller pages:
+  /// `start` and `lastPos` are positions, each lane looks its row's page
+  /// up (cacheRow).
   struct TileRows {
-    mlir::Value start, lastPos, kvBegin, base, delta;
+    mlir::Value start, lastPos, kvBegin;
+    mlir::Value kv, kvScale;
   };
   TileRows emitTileRows(mlir::OpBuilder &b, mlir::Value tileStart);
   /// The cache row of the tile's row `localRow` (clamped to the item's last
-  /// position): page ids are clamped into the pool, so a bad table never
-  /// reads outside it.
+  /// position) in a cache of pages smaller than a tile. Page ids are
+  /// clamped into the pool everywhere, so a bad table never reads outside
+  /// it.
   mlir::Value cacheRow(mlir::OpBuilder &b, const TileRows &tile,
                        mlir::Value localRow);
   mlir::Value clampPage(mlir::OpBuilder &b, mlir::Value pageId);
+  /// The tile's rows of `cache` (kv or kv_scale) as a
+  /// bounds-checked buffer (amdgpu.fat_raw_buffer_cast) based at the
+  /// tile's first row and valid up to the item's last: a lane's offset in
+  /// it is the same every tile (no per-load VALU arithmetic, no clamp),
+  /// 32 bits however large the cache, and a row past the item reads as
+  /// zeros (its scores are masked; zeros keep P x V finite).
+  mlir::Value tileBuffer(mlir::OpBuilder &b, const TileRows &tile,
+                         mlir::Value cache);
   /// Where a DMA lane reads the element at (`localRow`, `col`) of the tile
-  /// in `cache` (kv or kv_scale, rows of `rowElems`): through its 1-D view
-  /// `flatCache` (contiguous byte caches) by a flat index, the tile's first
-  /// row (wave-uniform) plus the lane's 32-bit offset within the tile,
-  /// which the backend addresses as a scalar base and a vector offset;
-  /// otherwise by (cacheRow, col).
+  /// in `cache` (kv or kv_scale, rows of `rowElems`): in `tileCache`, the
+  /// tile's buffer, where it has one; otherwise at (cacheRow, col).
   std::pair<mlir::Value, llvm::SmallVector<mlir::Value, 2>>
   tileSource(mlir::OpBuilder &b, const TileRows &tile, mlir::Value cache,
-             mlir::Value flatCache, mlir::Value localRow, mlir::Value col,
+             mlir::Value tileCache, mlir::Value localRow, mlir::Value col,
              int64_t rowElems);
   mlir::Value toI32(mlir::OpBuilder &b, mlir::Value index);
   mlir::Value toIndex(mlir::OpBuilder &b, mlir::Value i32);
@@ -199,9 +204,6 @@ private:
     mlir::Value q, kv, kvScale, qoIndptr, kvIndptr, workItems, partialOut,
         partialLse, itemIndptr, out, lse, workUnits, workgroupUnits;
     mlir::Value kvIndices, kvLastPageLen; // paged caches
-    /// Contiguous byte caches (fp8, mxfp4): kv and kv_scale as 1-D views,
-    /// the DMA's source; null otherwise.
-    mlir::Value kvFlat, kvScaleFlat;
   } args;
   struct LdsBuffers {
     mlir::Value kvTiles, scores, p, rowFactors, tileMaxima, decodedV, tileScales;

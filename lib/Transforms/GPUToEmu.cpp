@@ -6,7 +6,8 @@
 // lane cannot do alone becomes a call into the emu runtime
 // (runtime/jit/emu/Runtime.cpp): thread and block ids, workgroup barriers, and
 // the wave-level operations — amdgpu.mfma, gpu.shuffle, rocdl.update.dpp,
-// rocdl.readfirstlane, amdgpu.gather_to_lds, amdgpu.memory_counter_wait —
+// rocdl.readfirstlane, amdgpu.gather_to_lds (from global memory or a
+// bounds-checked buffer), amdgpu.memory_counter_wait —
 // which rendezvous the wave's 64 lanes and compute exactly what the
 // instruction does (include/mla/Emu/MFMA.h); an LDS DMA lands only when a
 // wait retires it. Every load and store on workgroup
@@ -81,6 +82,12 @@ private:
   }
   /// Byte address of memref[indices] as i64.
   Value address(Location loc, Value memref, ValueRange indices);
+  /// A DMA lane's source address and how many of its `size` bytes it
+  /// reads: all of them from global memory; from a bounds-checked buffer
+  /// (amdgpu.fat_raw_buffer_cast), those below its valid bytes (the
+  /// hardware returns zeros past them).
+  LogicalResult gatherSource(amdgpu::GatherToLDSOp gather, Value size,
+                             Value &src, Value &readable);
   /// A stack buffer of `bytes` i8 allocated once at the function entry.
   Value scratch(int64_t bytes);
   /// Announces a load (or store) of `op` on workgroup memory to the runtime,
@@ -111,6 +118,33 @@ Value LaneFunctionBuilder::address(Location loc, Value memref,
   Value offset = arith::MulIOp::create(
       b, loc, linear, arith::ConstantIndexOp::create(b, loc, elemBytes));
   return i64(loc, arith::AddIOp::create(b, loc, base, offset));
+}
+
+LogicalResult LaneFunctionBuilder::gatherSource(amdgpu::GatherToLDSOp gather,
+                                                Value size, Value &src,
+                                                Value &readable) {
+  Location loc = gather.getLoc();
+  auto buffer = gather.getSrc().getDefiningOp<amdgpu::FatRawBufferCastOp>();
+  if (!buffer) {
+    src = address(loc, gather.getSrc(), gather.getSrcIndices());
+    readable = size;
+    return success();
+  }
+  if (!buffer.getValidBytes() || !buffer.getResetOffset())
+    return gather.emitOpError("emu: only buffers with valid bytes and a reset "
+                              "offset are modelled as DMA sources");
+  // The buffer's layout is its source's, with the offset in the base.
+  Value view = buffer.getSource();
+  src = address(loc, view, gather.getSrcIndices());
+  SmallVector<Value> zeros(gather.getSrcIndices().size(),
+                           arith::ConstantIndexOp::create(b, loc, 0));
+  Value offset =
+      arith::SubIOp::create(b, loc, src, address(loc, view, zeros));
+  Value left = arith::SubIOp::create(b, loc, buffer.getValidBytes(), offset);
+  Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+  readable = arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, left, zero), size);
+  return success();
 }
 
 Value LaneFunctionBuilder::scratch(int64_t bytes) {
@@ -201,7 +235,7 @@ LogicalResult LaneFunctionBuilder::run() {
   // kernels broadcast each lane of a row of one value in turn, which one
   // rendezvous serves.
   DenseMap<std::pair<Value, Block *>, Value> rowValues;
-  SmallVector<Operation *> ops;
+  SmallVector<Operation *> ops, buffers;
   fn.walk([&](Operation *op) { ops.push_back(op); });
   for (Operation *op : ops) {
     Location loc = op->getLoc();
@@ -228,6 +262,10 @@ LogicalResult LaneFunctionBuilder::run() {
         call(loc, "mla_emu_wait_loads", {},
              {ctx, arith::ConstantOp::create(b, loc,
                                              b.getI64IntegerAttr(*loads))});
+    } else if (isa<amdgpu::FatRawBufferCastOp>(op)) {
+      // Read through by the DMAs (gatherSource); erased after them.
+      buffers.push_back(op);
+      continue;
     } else if (isa<amdgpu::SchedBarrierOp>(op)) {
       // There is no instruction scheduler to constrain.
     } else if (isa<LLVM::FenceOp>(op)) {
@@ -282,11 +320,13 @@ LogicalResult LaneFunctionBuilder::run() {
         bytes = vt.getNumElements() * vt.getElementTypeBitWidth() / 8;
       else
         bytes = transfer.getIntOrFloatBitWidth() / 8;
-      Value src = address(loc, gather.getSrc(), gather.getSrcIndices());
+      Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes));
+      Value src, readable;
+      if (failed(gatherSource(gather, size, src, readable)))
+        return failure();
       Value dst = address(loc, gather.getDst(), gather.getDstIndices());
       call(loc, "mla_emu_gather_to_lds", {},
-           {ctx, src, dst,
-            arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes))});
+           {ctx, src, dst, size, readable});
     } else if (auto tr = dyn_cast<amdgpu::TransposeLoadOp>(op)) {
       auto vt = cast<VectorType>(tr.getType());
       int64_t bits = vt.getElementTypeBitWidth();
@@ -583,6 +623,12 @@ LogicalResult LaneFunctionBuilder::run() {
     } else {
       continue;
     }
+    op->erase();
+  }
+  for (Operation *op : buffers) {
+    if (!op->use_empty())
+      return op->emitOpError("emu: a buffer read other than by DMA is not "
+                             "modelled");
     op->erase();
   }
   // gpu.return -> func.return.

@@ -290,26 +290,6 @@ void PartialKernel::emitBody(OpBuilder &b) {
   KernelBuilder k{b, loc};
   c0 = k.idx(0);
   c1 = k.idx(1);
-  if (pageSize == 0 && plan.elementBytes() == 1) {
-    // The DMA reads a contiguous byte cache through 1-D views (tileSource).
-    // (Not bf16: its 32-bit element offset is doubled after the extension
-    // to 64 bits, which the backend does not fold into a scalar base.)
-    auto flat = [&](Value cache) {
-      auto type = cast<MemRefType>(cache.getType());
-      Value elements = k.mul(memref::DimOp::create(b, loc, cache, 0),
-                             k.idx(type.getDimSize(1)));
-      auto flatType =
-          MemRefType::get({ShapedType::kDynamic}, type.getElementType(),
-                          MemRefLayoutAttrInterface{}, type.getMemorySpace());
-      return memref::ReinterpretCastOp::create(
-          b, loc, flatType, cache, OpFoldResult(b.getIndexAttr(0)),
-          ArrayRef<OpFoldResult>{elements},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-    };
-    args.kvFlat = flat(args.kv);
-    if (strategy.blockScales)
-      args.kvScaleFlat = flat(args.kvScale);
-  }
   rows.tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   rows.wave = k.div(rows.tid, k.idx(kWaveSize));
   rows.lane = k.rem(rows.tid, k.idx(kWaveSize));

@@ -53,25 +53,18 @@ PartialKernel::TileRows PartialKernel::emitTileRows(OpBuilder &b,
     };
     tile.start = add(tile.start);
     tile.lastPos = add(tile.lastPos);
+    tile.kv = tileBuffer(b, tile, args.kv);
+    if (strategy.blockScales)
+      tile.kvScale = tileBuffer(b, tile, args.kvScale);
     return tile;
   }
   if (pageSize < kTileRows)
     return tile;
-  Value log2P = i32Const(b, llvm::Log2_64(pageSize));
-  auto shl = [&](Value v) {
-    return arith::ShLIOp::create(b, loc, v, log2P).getResult();
-  };
-  auto shr = [&](Value v) {
-    return arith::ShRUIOp::create(b, loc, v, log2P).getResult();
-  };
-  // The tile's first page entry, and the next one unless the item ends
-  // before it (then no position reaches it).
-  Value first = shr(tile.start);
-  Value next = arith::AddIOp::create(b, loc, first, i32Const(b, 1));
-  Value second = arith::MinUIOp::create(b, loc, next, shr(tile.lastPos));
-  // The ids are wave-uniform and the table is read-only: through the
-  // constant address space they load by the scalar unit, so the DMA's
-  // vector memory counter never waits for them.
+  // Items start on tiles (the planner's invariant), so a tile lies in one
+  // page: its rows are the page's from the tile's offset in it. The wave
+  // loads the page's id once; through the constant address space it loads
+  // by the scalar unit, so the DMA's vector memory counter never waits
+  // for it.
   auto tableType = cast<MemRefType>(args.kvIndices.getType());
   Value table = memref::MemorySpaceCastOp::create(
       b, loc,
@@ -79,17 +72,22 @@ PartialKernel::TileRows PartialKernel::emitTileRows(OpBuilder &b,
                       tableType.getLayout(),
                       b.getI64IntegerAttr(kConstantAddressSpace)),
       args.kvIndices);
-  auto pageRow = [&](Value entry) {
-    Value at = toIndex(b, arith::AddIOp::create(b, loc, tile.kvBegin, entry));
-    return shl(clampPage(b, KernelBuilder{b, loc}.load(table, {at})));
-  };
-  Value firstPos = shl(first);
-  tile.start = sub(tile.start, firstPos);
-  tile.lastPos = sub(tile.lastPos, firstPos);
-  tile.base = pageRow(first);
-  // The second page's rows count from P.
-  Value secondRow = pageRow(second);
-  tile.delta = sub(sub(secondRow, i32Const(b, pageSize)), tile.base);
+  Value log2P = i32Const(b, llvm::Log2_64(pageSize));
+  Value entry = arith::ShRUIOp::create(b, loc, tile.start, log2P);
+  Value at = toIndex(b, arith::AddIOp::create(b, loc, tile.kvBegin, entry));
+  Value page = clampPage(b, KernelBuilder{b, loc}.load(table, {at}));
+  Value inPage =
+      arith::AndIOp::create(b, loc, tile.start, i32Const(b, pageSize - 1));
+  // The page's rows bound the item's: a tile never reads past its page.
+  Value rowsLeft = arith::MinSIOp::create(
+      b, loc, sub(tile.lastPos, tile.start),
+      sub(i32Const(b, pageSize - 1), inPage));
+  tile.start = arith::OrIOp::create(
+      b, loc, arith::ShLIOp::create(b, loc, page, log2P), inPage);
+  tile.lastPos = arith::AddIOp::create(b, loc, tile.start, rowsLeft);
+  tile.kv = tileBuffer(b, tile, args.kv);
+  if (strategy.blockScales)
+    tile.kvScale = tileBuffer(b, tile, args.kvScale);
   return tile;
 }
 
@@ -110,54 +108,56 @@ Value PartialKernel::cacheRow(OpBuilder &b, const TileRows &tile,
   // masked).
   Value unclamped = add(tile.start, toI32(b, localRow));
   Value pos = arith::MinSIOp::create(b, loc, unclamped, tile.lastPos);
-  Value row;
-  if (pageSize == 0) {
-    row = pos; // emitTileRows counted start and lastPos from row 0
-  } else if (tile.delta) {
-    // All ones in the second page (pos in P..2P-1), else 0: a sign-extended
-    // bit field, no compare (a VALU compare's VCC costs wait states before
-    // the select that reads it).
-    // (One op per statement keeps the IR's order compiler-independent.)
-    Value toSign = i32Const(b, 31 - llvm::Log2_64(pageSize));
-    Value bitAtSign = arith::ShLIOp::create(b, loc, pos, toSign);
-    Value inSecond =
-        arith::ShRSIOp::create(b, loc, bitAtSign, i32Const(b, 31));
-    Value firstPageRow = add(tile.base, pos);
-    Value secondOffset = arith::AndIOp::create(b, loc, inSecond, tile.delta);
-    row = add(firstPageRow, secondOffset);
-  } else {
-    Value log2P = i32Const(b, llvm::Log2_64(pageSize));
-    Value pageOfPos = arith::ShRUIOp::create(b, loc, pos, log2P);
-    Value entry = add(tile.kvBegin, pageOfPos);
-    Value id =
-        KernelBuilder{b, loc}.load(args.kvIndices, {toIndex(b, entry)});
-    Value pageStart = arith::ShLIOp::create(b, loc, clampPage(b, id), log2P);
-    Value offset = arith::AndIOp::create(b, loc, pos,
-                                         i32Const(b, pageSize - 1));
-    row = arith::OrIOp::create(b, loc, pageStart, offset);
-  }
+  // Pages smaller than a tile: each lane looks its row's page up.
+  Value log2P = i32Const(b, llvm::Log2_64(pageSize));
+  Value pageOfPos = arith::ShRUIOp::create(b, loc, pos, log2P);
+  Value entry = add(tile.kvBegin, pageOfPos);
+  Value id = KernelBuilder{b, loc}.load(args.kvIndices, {toIndex(b, entry)});
+  Value pageStart = arith::ShLIOp::create(b, loc, clampPage(b, id), log2P);
+  Value offset =
+      arith::AndIOp::create(b, loc, pos, i32Const(b, pageSize - 1));
+  Value row = arith::OrIOp::create(b, loc, pageStart, offset);
   return toIndex(b, row);
+}
+
+Value PartialKernel::tileBuffer(OpBuilder &b, const TileRows &tile,
+                                Value cache) {
+  KernelBuilder k{b, loc};
+  auto type = cast<MemRefType>(cache.getType());
+  int64_t rowElems = type.getDimSize(1);
+  int64_t elemBytes = type.getElementTypeBitWidth() / 8;
+  auto viewType = MemRefType::get(
+      {kTileRows * rowElems}, type.getElementType(),
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {1}),
+      type.getMemorySpace());
+  Value first = k.mul(toIndex(b, tile.start), k.idx(rowElems));
+  Value rows = memref::ReinterpretCastOp::create(
+      b, loc, viewType, cache, OpFoldResult(first),
+      ArrayRef<OpFoldResult>{b.getIndexAttr(kTileRows * rowElems)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  // The item's rows from the tile's first: a lane past them reads zeros.
+  Value rowsLeft = arith::AddIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, tile.lastPos, tile.start),
+      i32Const(b, 1));
+  Value validBytes = arith::MulIOp::create(
+      b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), rowsLeft),
+      arith::ConstantOp::create(b, loc,
+                                b.getI64IntegerAttr(rowElems * elemBytes)));
+  return amdgpu::FatRawBufferCastOp::create(b, loc, rows, validBytes,
+                                            /*cacheSwizzleStride=*/Value(),
+                                            /*boundsCheck=*/true,
+                                            /*resetOffset=*/true);
 }
 
 std::pair<Value, SmallVector<Value, 2>>
 PartialKernel::tileSource(OpBuilder &b, const TileRows &tile, Value cache,
-                          Value flatCache, Value localRow, Value col,
+                          Value tileCache, Value localRow, Value col,
                           int64_t rowElems) {
-  if (!flatCache)
+  if (!tileCache)
     return {cache, {cacheRow(b, tile, localRow), col}};
-  // Rows past the item clamp to its last (their scores are masked). The
-  // offset stays below kv_tile rows, so it fits 32 bits however large the
-  // cache.
-  auto nuw = arith::IntegerOverflowFlags::nuw;
-  Value rowsLeft = arith::SubIOp::create(b, loc, tile.lastPos, tile.start);
-  Value row = arith::MinUIOp::create(b, loc, toI32(b, localRow), rowsLeft);
-  Value offset = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, row, i32Const(b, rowElems), nuw),
-      toI32(b, col), nuw);
+  // The lane's offset in the tile's buffer is the same every tile.
   KernelBuilder k{b, loc};
-  Value first = k.mul(toIndex(b, tile.start), k.idx(rowElems));
-  return {flatCache, {k.add(first, toIndex(b, offset))}};
+  return {tileCache, {k.add(k.mul(localRow, k.idx(rowElems)), col)}};
 }
 
 Value PartialKernel::toI32(OpBuilder &b, Value index) {
@@ -180,7 +180,7 @@ void PartialKernel::emitDataGather(OpBuilder &b, const TileRows &tile,
   Value waveBase = k.mul(piece, k.idx(kWaveSize * dmaElems));
   Value lin = k.add(waveBase, k.mul(rows.lane, k.idx(dmaElems)));
   auto [src, srcIndices] =
-      tileSource(b, tile, args.kv, args.kvFlat, k.div(lin, k.idx(rowElems)),
+      tileSource(b, tile, args.kv, tile.kv, k.div(lin, k.idx(rowElems)),
                  k.rem(lin, k.idx(rowElems)), rowElems);
   Value dstRow = k.div(waveBase, k.idx(rowElems));
   Value dstCol = k.rem(waveBase, k.idx(rowElems));
@@ -196,7 +196,7 @@ void PartialKernel::emitScaleGather(OpBuilder &b, const TileRows &tile,
   Value unit = k.add(k.mul(scalePiece, k.idx(kWaveSize)), rows.lane);
   int64_t units = plan.scaleUnitsPerRow();
   auto [src, srcIndices] = tileSource(
-      b, tile, args.kvScale, args.kvScaleFlat, k.div(unit, k.idx(units)),
+      b, tile, args.kvScale, tile.kvScale, k.div(unit, k.idx(units)),
       k.mul(k.rem(unit, k.idx(units)), k.idx(2)), 2 * units);
   amdgpu::GatherToLDSOp::create(
       b, loc, src, srcIndices, lds.tileScales,

@@ -20,9 +20,6 @@
 // so the consecutive units of a work item's row blocks share an XCD's L2),
 // which runs its units [workgroup_unit_indptr[j], [j+1]), each a (work
 // item, row block).
-// The DMA reads the contiguous cache through a 1-D view (a scalar tile
-// base plus each lane's 32-bit offset).
-// CHECK: %[[KVFLAT:[^ ,)]+]] = memref.reinterpret_cast %[[KV]] to offset: [0], sizes: [%{{.+}}], strides: [1]
 // CHECK: %[[WAVE:[^ ,)]+]] = arith.divui %thread_id_x, %c64
 // The same wave from the first lane, a scalar for the wave-uniform indices.
 // CHECK: %[[WAVE32:[^ ,)]+]] = rocdl.readfirstlane
@@ -42,8 +39,13 @@
 // CHECK: %[[PART:[^ ,)]+]] = arith.remui %[[UWAVE]], %c4
 // CHECK: %[[KVBASE:[^ ,)]+]] = arith.muli %[[PART]], %c16
 // CHECK: %[[VBASE:[^ ,)]+]] = arith.muli %[[PART]], %c128
-// The first tile is DMA'd before the loop (9 gathers of 16 bytes per lane).
-// CHECK-COUNT-9: amdgpu.gather_to_lds %[[KVFLAT]][%{{.+}}], %[[KVLDS]][%c0
+// The first tile is DMA'd before the loop (9 gathers of 16 bytes per lane)
+// from the tile's rows as a buffer: based at its first row, valid for the
+// item's rows from there (the rest read as zeros), so a lane's offset is
+// the same every tile.
+// CHECK: %[[TILEROWS:[^ ,)]+]] = memref.reinterpret_cast %[[KV]] to offset: [%{{.+}}], sizes: [36864], strides: [1]
+// CHECK: %[[TILEBUF:[^ ,)]+]] = amdgpu.fat_raw_buffer_cast %[[TILEROWS]] validBytes(%{{.+}}) resetOffset
+// CHECK-COUNT-9: amdgpu.gather_to_lds %[[TILEBUF]][%{{.+}}], %[[KVLDS]][%c0
 // The tile loop counts positions in i32 (its bound tested by the scalar
 // unit).
 // CHECK: scf.for %[[T:[^ ,)]+]] = %{{.+}} to %{{.+}} step %c64_i32{{[_0-9]*}} iter_args(%[[M:[^ ,)]+]] = %{{.+}}, %[[L:[^ ,)]+]] = %{{.+}}, %[[ACC:[^ ,)]+]] = %{{.+}}) -> (f32, f32, vector<16x128xf32>) : i32

@@ -274,12 +274,13 @@ std::string stringField(llvm::msgpack::MapDocNode &map, llvm::StringRef key) {
   return it->second.getString().str();
 }
 
-/// Mnemonic classes the report counts.
-std::string classify(llvm::StringRef mnemonic) {
+/// Mnemonic classes the report counts (a buffer load to LDS says so in
+/// its operands: `buffer_load_dwordx4 v1, s[8:11], 0 offen lds`).
+std::string classify(llvm::StringRef mnemonic, llvm::StringRef operands) {
   if (mnemonic.starts_with("v_mfma"))
     return "mfma";
   if (mnemonic.starts_with("global_load_lds_") ||
-      (mnemonic.starts_with("buffer_load_") && mnemonic.contains("lds")))
+      (mnemonic.starts_with("buffer_load_") && operands.ends_with(" lds")))
     return "lds_dma_load";
   if (mnemonic.starts_with("global_load_"))
     return ("global_load." + mnemonic.drop_front(strlen("global_load_"))).str();
@@ -454,15 +455,16 @@ mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
       const char *mnemonic = printer->getMnemonic(inst).first;
       if (!mnemonic)
         continue;
-      std::string cls = classify(llvm::StringRef(mnemonic).trim());
-      if (!cls.empty())
-        ++kernelCounts[cls];
-      ++kernelCounts["total"];
       DecodedInst decoded;
       decoded.mnemonic = llvm::StringRef(mnemonic).trim().str();
       llvm::raw_string_ostream operands(decoded.operands);
       printer->printInst(&inst, *address + offset - instSize, "", *subtarget,
                          operands);
+      operands.flush();
+      std::string cls = classify(decoded.mnemonic, decoded.operands);
+      if (!cls.empty())
+        ++kernelCounts[cls];
+      ++kernelCounts["total"];
       decoded.address = *address + offset - instSize;
       for (int b = 0; b < 4 && offset - instSize + b < bytes.size(); ++b)
         decoded.firstWord |= uint32_t(bytes[offset - instSize + b]) << (8 * b);

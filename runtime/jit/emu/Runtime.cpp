@@ -156,6 +156,7 @@ struct WaveSlot {
   std::array<int32_t, kWaveLanes> offsets;
   int32_t firstLane = 0; // readfirstlane
   std::array<int64_t, kWaveLanes> src, dst;
+  std::array<int64_t, kWaveLanes> readable; // gather_to_lds: bytes read from src
   int64_t bytes = 0;
   int64_t elementBits = 0; // transpose_load
   int64_t outstanding = 0; // memory_counter_wait: DMAs that may stay
@@ -495,13 +496,16 @@ static int32_t mla_emu_readfirstlane(int64_t ctx, int32_t value) {
   return slot.firstLane;
 }
 
+/// `readable` of the lane's `bytes` come from `src`, the rest are zeros (a
+/// buffer's bounds check).
 static void mla_emu_gather_to_lds(int64_t ctx, int64_t src, int64_t dst,
-                                  int64_t bytes) {
+                                  int64_t bytes, int64_t readable) {
   Lane &lane = laneOf(ctx);
   int l = lane.id % kWaveLanes;
   int wave = lane.id / kWaveLanes;
   WaveSlot &slot = lane.wg->waves[wave];
   slot.src[l] = src;
+  slot.readable[l] = readable;
   slot.dst[l] = dst;
   slot.bytes = bytes;
   // The wave's data lands contiguously from lane 0's LDS address, each
@@ -516,10 +520,13 @@ static void mla_emu_gather_to_lds(int64_t ctx, int64_t src, int64_t dst,
     dma.offset = ldsOffset(lane, s.dst[0], kWaveLanes * stride, "an LDS DMA");
     dma.data.assign(kWaveLanes * stride, 0);
     for (int i = 0; i < kWaveLanes; ++i) {
+      if (s.readable[i] <= 0)
+        continue;
       std::memcpy(dma.data.data() + i * stride,
-                  reinterpret_cast<const void *>(s.src[i]), s.bytes);
+                  reinterpret_cast<const void *>(s.src[i]), s.readable[i]);
       if (wg->options.dma)
-        (*wg->options.dma)(reinterpret_cast<const void *>(s.src[i]), s.bytes);
+        (*wg->options.dma)(reinterpret_cast<const void *>(s.src[i]),
+                           s.readable[i]);
     }
     if (wg->hazards)
       if (auto hazard = wg->hazards->dmaIssued(wave, dma.id, dma.offset,
