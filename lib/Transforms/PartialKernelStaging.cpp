@@ -135,14 +135,16 @@ Value PartialKernel::tileBuffer(OpBuilder &b, const TileRows &tile,
       b, loc, viewType, cache, OpFoldResult(first),
       ArrayRef<OpFoldResult>{b.getIndexAttr(kTileRows * rowElems)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-  // The item's rows from the tile's first: a lane past them reads zeros.
-  Value rowsLeft = arith::AddIOp::create(
+  // The item's rows from the tile's first, at most the tile's (the
+  // resource's bound is 32 bits): a lane past them reads zeros.
+  Value rowsLeft = arith::MinSIOp::create(
       b, loc, arith::SubIOp::create(b, loc, tile.lastPos, tile.start),
-      i32Const(b, 1));
+      i32Const(b, kTileRows - 1));
   Value validBytes = arith::MulIOp::create(
-      b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), rowsLeft),
-      arith::ConstantOp::create(b, loc,
-                                b.getI64IntegerAttr(rowElems * elemBytes)));
+      b, loc,
+      arith::AddIOp::create(b, loc, rowsLeft, i32Const(b, 1)),
+      i32Const(b, rowElems * elemBytes));
+  validBytes = arith::ExtUIOp::create(b, loc, b.getI64Type(), validBytes);
   return amdgpu::FatRawBufferCastOp::create(b, loc, rows, validBytes,
                                             /*cacheSwizzleStride=*/Value(),
                                             /*boundsCheck=*/true,
