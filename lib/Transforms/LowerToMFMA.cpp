@@ -154,6 +154,25 @@ bool canTransposeLoad(vector::TransferReadOp read) {
   return isMultipleOf(read.getIndices().back(), 8 / bytes);
 }
 
+/// Two fp8 A fragments of K = 64 (elements 0..15 hold their K, 16..31 the
+/// zero padding) as one of K = 128: `lo` in `hi`'s padding, with the
+/// lane's E8M0 scale for its K block (lane 16·b + i: block b; blocks 2 and
+/// 3 hold lo, scaled by `loScale`).
+struct PackedParts {
+  Value a, scaleA;
+};
+PackedParts packParts(OpBuilder &b, Location loc, const Lane &lane, Value hi,
+                      Value lo, Value loScale, Value one) {
+  Value loRun = vector::ExtractStridedSliceOp::create(
+      b, loc, lo, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{16},
+      ArrayRef<int64_t>{1});
+  Value a = vector::InsertStridedSliceOp::create(
+      b, loc, loRun, hi, ArrayRef<int64_t>{16}, ArrayRef<int64_t>{1});
+  Value inLo = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                     lane.kg, cst(b, loc, 2));
+  return {a, arith::SelectOp::create(b, loc, inLo, loScale, one)};
+}
+
 /// vector.contract of two fp8 or bf16 tiles read from memory into a wave
 /// tile.
 struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
@@ -391,10 +410,37 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
 
     auto i32Attr = [&](int64_t v) { return rewriter.getI32IntegerAttr(v); };
     Value acc = adaptor.getAcc();
+    // Two parts of K = 64 (fp8 P's hi and lo on the 64-row tile) share one
+    // MFMA: hi fills K 0..63, lo the K 64..127 that would be zero padding,
+    // against B's fragment twice. Block scales go by K block (lanes 0..31
+    // supply blocks 0 and 1, lanes 32..63 blocks 2 and 3): 1 for hi, lo's
+    // 2^exp2 for lo.
+    std::optional<PackedParts> packed;
+    if (!isBF16 && depth == 64 && parts.size() == 2 && !parts[0].scaleA &&
+        parts[1].scaleA)
+      packed = packParts(rewriter, loc, lane, parts[0].aFrags[0],
+                         parts[1].aFrags[0], parts[1].scaleA, scaleB);
     for (int64_t nb = 0; nb < numCols / kBlock; ++nb) {
       Value block = vector::ExtractStridedSliceOp::create(
           rewriter, loc, acc, ArrayRef<int64_t>{nb * 4}, ArrayRef<int64_t>{4},
           ArrayRef<int64_t>{1});
+      if (packed) {
+        Value b64 = loadB(nb, 0);
+        Value bFrag = vector::InsertStridedSliceOp::create(
+            rewriter, loc, b64,
+            vector::InsertStridedSliceOp::create(rewriter, loc, b64, zero32,
+                                                 ArrayRef<int64_t>{0},
+                                                 ArrayRef<int64_t>{1}),
+            ArrayRef<int64_t>{16}, ArrayRef<int64_t>{1});
+        block = amdgpu::ScaledMFMAOp::create(
+            rewriter, loc, block.getType(), i32Attr(16), i32Attr(16),
+            i32Attr(chunkK), packed->a, bFrag, block, packed->scaleA, scaleB,
+            i32Attr(0), i32Attr(0));
+        acc = vector::InsertStridedSliceOp::create(
+            rewriter, loc, block, acc, ArrayRef<int64_t>{nb * 4},
+            ArrayRef<int64_t>{1});
+        continue;
+      }
       for (int64_t c = 0; c < numChunks; ++c) {
         Value bFrag =
             fragment([&](int64_t kb) { return loadB(nb, kb); }, c);

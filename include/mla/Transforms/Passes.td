@@ -341,7 +341,12 @@ def MLALowerToMFMAPass : Pass<"mla-lower-to-mfma"> {
     loads (`amdgpu.transpose_load`) when every lane's 8 bytes are 8-byte
     aligned. Contractions on the same B that accumulate into each other run
     back to back per B fragment; one marked `mla.lhs_exp2 = k` runs on
-    `amdgpu.scaled_mfma` with A scale 2^k. With `chipset` set, fp8 conversions then become
+    `amdgpu.scaled_mfma` with A scale 2^k. Two such parts of K = 64 (an
+    unmarked one, then a marked one: fp8 P's hi and lo) share one scaled
+    MFMA: the second fills the K 64..127 that would be zero padding, B
+    holds its fragment twice, and the A scale goes by K block (1 for blocks
+    0-1, 2^k for 2-3, each from the lane that supplies that block's scale,
+    docs/mfma-layouts.md). With `chipset` set, fp8 conversions then become
     the chip's packed instructions (as `convert-arith-to-amdgpu`). Tile reads (including row
     broadcasts), writes, constants and elementwise arith follow the layout;
     loop-carried tiles become per-lane vectors. f32 `math.exp2/log2/exp/log`
