@@ -104,10 +104,10 @@ struct MLASelectConfigPass
       // group; sm_90a: the stages and tiles of two blocks fit an SM).
       int64_t tile = kvTile;
       if (nvidia) {
-        // sm_90a: the largest tile whose stages (2 .. kDefaultStages) fit
-        // two blocks an SM, then the most stages at that tile: a step's
-        // barriers cost more than tiles in flight gain (docs/performance.md:
-        // bf16 32-row tiles in 2 stages beat 16-row tiles in 4 by 12%).
+        // sm_90a: the largest tile whose stages fit two blocks an SM: a
+        // step's barriers cost more than tiles in flight gain
+        // (docs/performance.md: bf16 32-row tiles in 2 stages beat 16-row
+        // tiles in 4 by 12%).
         auto fits = [&](int64_t t, int64_t st) {
           return !SM90KernelPlan({cacheFormat(op.getKvFormat()), heads,
                                   op.getQKHeadDim(), vDim, t, headsPerWg,
@@ -115,19 +115,15 @@ struct MLASelectConfigPass
                       .unsupported(info->arch->ldsBytesPerWorkgroup);
         };
         int64_t chosenTile = kvTile != 0 ? kvTile : 16;
-        int64_t chosenStages = stages;
-        int64_t fewestStages = pipelineStages != 0 ? stages : 2;
-        bool found = false;
-        for (int64_t t = kvTile != 0 ? kvTile : 64; !found && t >= 16;
+        for (int64_t t = kvTile != 0 ? kvTile : 64; t >= 16;
              t = kvTile != 0 ? 0 : t / 2)
-          for (int64_t st = stages; !found && st >= fewestStages; --st)
-            if (fits(t, st)) {
-              chosenTile = t, chosenStages = st, found = true;
-            }
-        // Nothing fits: the forced or smallest choice, for the verifier's
+          if (fits(t, stages)) {
+            chosenTile = t;
+            break;
+          }
+        // Nothing fits: the forced or smallest tile, for the verifier's
         // diagnostic.
         tile = chosenTile;
-        stages = chosenStages;
       } else if (tile == 0) {
         tile = 64;
         if (isGpu) {

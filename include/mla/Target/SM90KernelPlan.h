@@ -45,8 +45,11 @@ public:
   static constexpr int64_t kDefaultTile = 16;
   /// pipeline_stages: tiles in shared memory at once, the one computed and
   /// the stages - 1 in flight behind it (the bytes in flight hide HBM's
-  /// latency).
-  static constexpr int64_t kDefaultStages = 4;
+  /// latency). Two: with two blocks an SM, a larger tile in two stages
+  /// beats a smaller one in more, and more stages of the same tile gain
+  /// nothing (H200, docs/performance.md: mxfp4's 32-row tiles in 2 stages
+  /// 2.5% faster than in 4).
+  static constexpr int64_t kDefaultStages = 2;
   static constexpr int64_t kMaxStages = 8;
   int64_t stages() const { return s.stages; }
   /// Whether a KV step issues the next tile's copies after its QK rather
