@@ -231,6 +231,8 @@ LogicalResult LaneFunctionBuilder::run() {
   Type i64Type = b.getI64Type(), f32 = b.getF32Type();
   Value aBuf = scratch(32), bBuf = scratch(32), cBuf = scratch(16),
         dBuf = scratch(16), trBuf = scratch(8);
+  // wgmma's accumulators: up to 32 f32 a lane (N <= 64).
+  Value wgmmaC = scratch(128), wgmmaD = scratch(128);
   // A row broadcast's whole row, per broadcast source and block: the
   // kernels broadcast each lane of a row of one value in turn, which one
   // rendezvous serves.
@@ -561,6 +563,56 @@ LogicalResult LaneFunctionBuilder::run() {
             b, loc, result,
             vector::ExtractOp::create(b, loc, d, ArrayRef<int64_t>{i}), i);
       op->getResult(0).replaceAllUsesWith(result);
+    } else if (auto wgmma = dyn_cast<NVVM::WgmmaMmaAsyncOp>(op)) {
+      // sm_90a wgmma m64nNk16 bf16 x bf16 -> f32 from shared-memory
+      // descriptors: each lane computes its own accumulators when it
+      // issues it (the emu's wgmma completes at once; the fences and the
+      // group's commit and wait are no-ops).
+      NVVM::MMAShapeAttr shape = wgmma.getShape();
+      if (wgmma.getTypeA() != NVVM::WGMMATypes::bf16 ||
+          wgmma.getTypeB() != NVVM::WGMMATypes::bf16 ||
+          wgmma.getTypeD() != NVVM::WGMMATypes::f32 || shape.getM() != 64 ||
+          shape.getK() != 16 || shape.getN() % 8 != 0 || shape.getN() > 64 ||
+          wgmma.getScaleA() != NVVM::WGMMAScaleIn::one ||
+          wgmma.getScaleB() != NVVM::WGMMAScaleIn::one ||
+          wgmma.getLayoutB() != NVVM::MMALayout::col)
+        return op->emitOpError("emu: only wgmma m64nNk16 bf16 x bf16 -> f32 "
+                               "(N <= 64, unscaled, B K-major) is modelled");
+      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+      int64_t count = shape.getN() / 2;
+      SmallVector<Value> in;
+      for (int64_t i = 0; i < count; ++i)
+        in.push_back(
+            LLVM::ExtractValueOp::create(b, loc, wgmma.getInouts(), i));
+      auto f32xN = VectorType::get({count}, f32);
+      auto bytes = VectorType::get({4 * count}, b.getI8Type());
+      vector::StoreOp::create(
+          b, loc,
+          vector::BitCastOp::create(
+              b, loc, bytes, vector::FromElementsOp::create(b, loc, f32xN, in)),
+          wgmmaC, ValueRange{c0});
+      auto i64 = [&](int64_t v) {
+        return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v))
+            .getResult();
+      };
+      call(loc, "mla_emu_wgmma_bf16", {},
+           {ctx, wgmma.getDescriptorA(), wgmma.getDescriptorB(),
+            i64(shape.getN()),
+            i64(wgmma.getLayoutA() == NVVM::MMALayout::col),
+            i64(wgmma.getScaleD() == NVVM::WGMMAScaleOut::one),
+            address(loc, wgmmaC, {c0}), address(loc, wgmmaD, {c0})});
+      Value d = vector::BitCastOp::create(
+          b, loc, f32xN,
+          vector::LoadOp::create(b, loc, bytes, wgmmaD, ValueRange{c0}));
+      Value result = LLVM::UndefOp::create(b, loc, wgmma.getType());
+      for (int64_t i = 0; i < count; ++i)
+        result = LLVM::InsertValueOp::create(
+            b, loc, result,
+            vector::ExtractOp::create(b, loc, d, ArrayRef<int64_t>{i}), i);
+      op->getResult(0).replaceAllUsesWith(result);
+    } else if (isa<NVVM::WgmmaFenceAlignedOp, NVVM::WgmmaGroupSyncAlignedOp,
+                   NVVM::WgmmaWaitGroupSyncOp, NVVM::FenceProxyOp>(op)) {
+      // Orderings the emu's immediate wgmma already has.
     } else if (auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op)) {
       // sm_90a cp.async: the bytes land in shared memory at the wait that
       // retires their group (the emu checks that wait).

@@ -9,6 +9,7 @@
 #include "mla/Target/KnownTargets.h"
 
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -170,6 +171,8 @@ void mla::buildDecodeToSM90aPipeline(OpPassManager &pm,
   // ldmatrix (nvgpu) to nvvm.ldmatrix on shared-memory pointers.
   device.addPass(createConvertNVGPUToNVVMPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
+  // wgmma (bf16's PV) to its PTX, as inline assembly.
+  device.addPass(createConvertNVVMToLLVMPass());
   device.addPass(createReconcileUnrealizedCastsPass());
 }
 

@@ -12,9 +12,11 @@
 //            Dqk; the warps' partial scores add through shared memory
 //   softmax  online, in f32, 16 threads a row, reduced by shuffles
 //   PV       mma.sync, each warp its Dv columns over the whole tile
+//            (bf16: warpgroup MMA, each warpgroup half of Dv)
 //
-// (SM90TensorCore.cpp). fp8 operands come from the stage's bytes, e4m3
-// pairs to f16 in registers; an mxfp4 stage is decoded into a bf16 tile.
+// (SM90TensorCore.cpp, SM90WarpgroupMma.cpp). fp8 operands come from the
+// stage's bytes, e4m3 pairs to f16 in registers; an mxfp4 stage is decoded
+// into a bf16 tile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -109,6 +111,12 @@ private:
   /// `stage` by cp.async, one commit group (empty past the item's end).
   TileCopies emitTileCopies(mlir::OpBuilder &b, mlir::Value tileStart,
                             mlir::Value stage);
+  /// bf16: the thread's chunks of its tile rows into the swizzled stage
+  /// (SM90KernelPlan::swizzledCopyPasses).
+  void emitSwizzledCopies(mlir::OpBuilder &b, mlir::Value stage,
+                            mlir::Value tileIsReal,
+                            llvm::function_ref<mlir::Value(mlir::Value)>
+                                cacheRowOf);
   /// The copies of tile row r from cache row cacheRowOf(r), if tileIsReal
   /// (null: always).
   TileCopies emitRowCopies(mlir::OpBuilder &b, mlir::Value stage,
@@ -121,11 +129,13 @@ private:
   /// into the bf16 operand tile.
   void emitTileDecode(mlir::OpBuilder &b, mlir::Value stage,
                       mlir::ValueRange scales);
-  /// The operand tile (a bf16 stage, else the decoded tile) and the
-  /// indices of its element [row, col].
+  /// The operand tile (a bf16 stage, else mxfp4's decoded tile) and the
+  /// indices of its 8 values (8 rowGroup + coreRow, 8 chunk .. + 7).
   mlir::Value operandTile() const;
-  llvm::SmallVector<mlir::Value> tileIndices(mlir::Value row,
-                                             mlir::Value col) const;
+  llvm::SmallVector<mlir::Value> tileIndices(mlir::OpBuilder &b,
+                                             mlir::Value rowGroup,
+                                             mlir::Value coreRow,
+                                             mlir::Value chunk);
   /// The cache row of the item's position `pos` (page table applied).
   mlir::Value cacheRow(mlir::OpBuilder &b, mlir::Value pos);
   /// QK on the tensor cores: each warp's partial scores of its n-block of
@@ -135,6 +145,18 @@ private:
   /// summed over the warps' partials.
   llvm::SmallVector<mlir::Value> emitScores(mlir::OpBuilder &b,
                                             mlir::Value tileStart);
+  /// bf16: acc = acc · rescale(row) + (V^T · P^T) on warpgroup MMA
+  /// (SM90WarpgroupMma.cpp), for the warpgroup's 64-column blocks of Dv.
+  llvm::SmallVector<mlir::Value> emitOutputWgmma(mlir::OpBuilder &b,
+                                                 mlir::ValueRange acc);
+  /// The wgmma accumulators (O^T: lane 4 g + t of warp w holds Dv columns
+  /// 16 w + g (+ 8) of each block, rows 2 t (+ 1) (+ 8)) times the rows'
+  /// final factors, to out or the partials.
+  void emitTransposedOutputStores(mlir::OpBuilder &b, mlir::ValueRange acc,
+                                  mlir::Value direct);
+  /// fence.proxy.async when wgmma reads shared memory the generic proxy
+  /// wrote (before the barrier that publishes it).
+  void fenceForWarpgroups(mlir::OpBuilder &b);
   /// acc = acc · rescale(row) + P · V on the tensor cores, for the warp's
   /// output n-blocks.
   llvm::SmallVector<mlir::Value> emitOutputMma(mlir::OpBuilder &b,

@@ -121,17 +121,27 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
   SmallVector<Type> types = argTypes(b);
   Type f32 = b.getF32Type(), operand = operandType(b);
   // Q, the stages (bf16: the operand tiles; else the cache's bytes), the
-  // decoded tile (mxfp4), the partial scores, P, the row factors.
+  // decoded tile (mxfp4), the partial scores, P, the row factors. Swizzled
+  // stages are [stage][slab][row][stored chunk][value]; wgmma's P core
+  // matrices [row group][column group][row][value].
+  constexpr int64_t core = SM90KernelPlan::kCoreRows;
   bool bf16 = format == CacheFormat::BF16;
-  Type stageElement = bf16 ? operand : Type(b.getI8Type());
-  int64_t stageRow = bf16 ? plan.rowStride() : plan.stageRowBytes();
-  SmallVector<Type> shared = {
-      ldsType({kRows, plan.rowStride()}, operand),
-      ldsType({plan.stages(), tile, stageRow}, stageElement)};
+  MemRefType stages =
+      plan.swizzledStages()
+          ? ldsType({plan.stages(), plan.slabs(), tile,
+                     SM90KernelPlan::kSwizzleBytes / 16, 8},
+                    operand)
+          : ldsType({plan.stages(), tile,
+                     bf16 ? plan.rowStride() : plan.stageRowBytes()},
+                    bf16 ? operand : b.getI8Type());
+  MemRefType p = plan.outputOnWarpgroups()
+                     ? ldsType({kRows / core, tile / core, core, 8}, operand)
+                     : ldsType({kRows, plan.pRowStride()}, operand);
+  SmallVector<Type> shared = {ldsType({kRows, plan.rowStride()}, operand),
+                              stages};
   if (plan.decodesTile())
     shared.push_back(ldsType({tile, plan.rowStride()}, operand));
-  shared.append({ldsType({plan.scoreParts(), kRows, tile}, f32),
-                 ldsType({kRows, plan.pRowStride()}, operand),
+  shared.append({ldsType({plan.scoreParts(), kRows, tile}, f32), p,
                  ldsType({kRows}, f32)});
   auto func = gpu::GPUFuncOp::create(mb, loc, name,
                                      FunctionType::get(ctx, types, {}),
@@ -142,10 +152,12 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
   // SM leave each thread.
   func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                 b.getI32IntegerAttr(SM90KernelPlan::kBlocksPerSM));
-  // The tile's rows are stored and Q's read in 16-byte vectors.
+  // The tile's rows are stored and Q's read in 16-byte vectors; swizzled
+  // stages start on the swizzle's 1024-byte period.
   for (unsigned i = 0; i < shared.size(); ++i)
-    func.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
-                                     b.getI64IntegerAttr(16));
+    func.setWorkgroupAttributionAttr(
+        i, LLVM::LLVMDialect::getAlignAttrName(),
+        b.getI64IntegerAttr(i == 1 ? plan.stageAlignment() : 16));
   func->setAttr(
       MLADialect::kLaunchAttrName,
       launchAttr(b, {std::to_string(workgroups), "1", "1"}, kThreads,
@@ -467,6 +479,7 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   // (and Q), and puts the previous step's PV, the last reader of the stage
   // refilled next, behind every thread.
   emitTileWait(b);
+  fenceForWarpgroups(b);
   gpu::BarrierOp::create(b, loc);
   int64_t slots = format == CacheFormat::MXFP4 ? plan.copyPasses() : 0;
   if (plan.decodesTile())
@@ -506,14 +519,21 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
     probabilities.push_back(
         arith::TruncFOp::create(b, loc, operandType(b), p));
   }
-  // The thread's consecutive columns of P in one store.
+  // The thread's consecutive columns of P in one store (within a core
+  // matrix's row for wgmma's P: the width divides 8).
   int64_t width = scores.size();
+  Value pCol = k.mul(thread.lane, k.idx(width));
+  SmallVector<Value> pIndices = {thread.row, pCol};
+  if (plan.outputOnWarpgroups()) {
+    Value c8 = k.idx(SM90KernelPlan::kCoreRows);
+    pIndices = {k.div(thread.row, c8), k.div(pCol, c8), k.rem(thread.row, c8),
+                k.rem(pCol, c8)};
+  }
   vector::StoreOp::create(
       b, loc,
       vector::FromElementsOp::create(
           b, loc, VectorType::get({width}, operandType(b)), probabilities),
-      smem.p, ValueRange{thread.row, k.mul(thread.lane, k.idx(width))},
-      /*nontemporal=*/false, llvm::Align(2 * width));
+      smem.p, pIndices, /*nontemporal=*/false, llvm::Align(2 * width));
   Value rescale = math::Exp2Op::create(
       b, loc, arith::SubFOp::create(b, loc, runMax, shift));
   // Each thread keeps its own columns' share of the row's sum (the
@@ -521,8 +541,11 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   Value newSum = k.fadd(k.fmul(runSum, rescale), tileSum);
   storeRowFactor(b, rescale);
   // P and the rescale factors of every row.
+  fenceForWarpgroups(b);
   gpu::BarrierOp::create(b, loc);
-  SmallVector<Value> acc = emitOutputMma(b, accIn);
+  SmallVector<Value> acc = plan.outputOnWarpgroups()
+                               ? emitOutputWgmma(b, accIn)
+                               : emitOutputMma(b, accIn);
   SmallVector<Value> results = {newMax, newSum};
   llvm::append_range(results, acc);
   llvm::append_range(results, scaleQueue.drop_front(slots));
@@ -534,10 +557,31 @@ Value SM90PartialKernel::operandTile() const {
   return plan.decodesTile() ? smem.tile : smem.stages;
 }
 
-SmallVector<Value> SM90PartialKernel::tileIndices(Value row, Value col) const {
+SmallVector<Value> SM90PartialKernel::tileIndices(OpBuilder &b,
+                                                  Value rowGroup,
+                                                  Value coreRow, Value chunk) {
+  KernelBuilder k{b, loc};
+  Value c8 = k.idx(8);
+  Value row = k.add(k.mul(rowGroup, c8), coreRow);
+  if (plan.swizzledStages()) {
+    // Row r's chunk c: slab c / 8, stored at c % 8 ^ r % 8 (r % 8 = coreRow).
+    Value stored = arith::XOrIOp::create(b, loc, k.rem(chunk, c8), coreRow);
+    return {computeStage, k.div(chunk, c8), row, stored, c0};
+  }
   if (plan.decodesTile())
-    return {row, col};
-  return {computeStage, row, col};
+    return {row, k.mul(chunk, c8)};
+  return {computeStage, row, k.mul(chunk, c8)};
+}
+
+void SM90PartialKernel::fenceForWarpgroups(OpBuilder &b) {
+  if (!plan.outputOnWarpgroups())
+    return;
+  // What cp.async and the threads' stores wrote (the generic proxy) is
+  // visible to wgmma's reads (the async proxy) after the barrier.
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
 }
 
 void SM90PartialKernel::storeRowFactor(OpBuilder &b, Value factor) {
@@ -609,5 +653,9 @@ void SM90PartialKernel::emitEpilogue(OpBuilder &b, scf::ForOp loop) {
   });
   // The rows' final factors, then the accumulators in the mma layout.
   gpu::BarrierOp::create(b, loc);
-  emitOutputStores(b, loop.getResults().slice(2, numAccumulators), direct);
+  ValueRange acc = loop.getResults().slice(2, numAccumulators);
+  if (plan.outputOnWarpgroups())
+    emitTransposedOutputStores(b, acc, direct);
+  else
+    emitOutputStores(b, acc, direct);
 }

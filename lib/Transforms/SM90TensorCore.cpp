@@ -91,8 +91,9 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
   // two n-blocks' b0, b1 a load (rows of K are columns of Kᵀ).
   Value qRow = thread.stepRow;
   Value qColumn = k.mul(k.div(matrix, c2), k.idx(8));
-  Value kRow = k.add(firstRow, k.add(k.mul(k.div(matrix, c2), k.idx(8)), r8));
-  Value kColumn = k.mul(k.rem(matrix, c2), k.idx(8));
+  // K's row group (of 8 rows) and 8-column chunk.
+  Value kRowGroup = k.add(k.div(firstRow, k.idx(8)), k.div(matrix, c2));
+  Value kChunk = k.rem(matrix, c2);
   // A k-step's operands: Q's fragment, then K's (fp8: its raw words, one an
   // n-block, converted where they are used).
   auto loadStep = [&](Value step) {
@@ -104,10 +105,11 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
     else
       for (int64_t n = 0; n < blocks; n += 2)
         llvm::append_range(
-            operands, loadMatrices(b, operandTile(),
-                                   tileIndices(k.add(kRow, k.idx(8 * n)),
-                                               k.add(d, kColumn)),
-                                   4, false));
+            operands,
+            loadMatrices(b, operandTile(),
+                         tileIndices(b, k.add(kRowGroup, k.idx(n)), r8,
+                                     k.add(k.mul(step, c2), kChunk)),
+                         4, false));
     return operands;
   };
   // The n-blocks' accumulators: one Q fragment per k-step feeds them all.
@@ -350,7 +352,7 @@ SmallVector<Value> SM90PartialKernel::emitOutputMma(OpBuilder &b,
     // (rows 0-7 | 8-15) of the step x the 8 columns of an n-block, two
     // n-blocks per load (blocks past Dv read the last one; their results
     // are not stored).
-    Value vRow = k.add(k.idx(16 * kk), stepRow);
+    Value vRowGroup = k.add(k.idx(2 * kk), k.rem(matrix, c2));
     for (int64_t j = 0; j < perWarp; j += 2) {
       int64_t blocks = std::min<int64_t>(2, perWarp - j);
       Value which = blocks == 2 ? k.div(matrix, c2) : c0;
@@ -359,8 +361,8 @@ SmallVector<Value> SM90PartialKernel::emitOutputMma(OpBuilder &b,
           k.idx(plan.outputBlocks() - 1));
       SmallVector<Value> vFrags =
           loadMatrices(b, operandTile(),
-                       tileIndices(vRow, k.mul(block, k.idx(8))), 2 * blocks,
-                       true);
+                       tileIndices(b, vRowGroup, thread.matrixRow, block),
+                       2 * blocks, true);
       for (int64_t n = 0; n < blocks; ++n) {
         SmallVector<Value> c(next.begin() + 4 * (j + n),
                              next.begin() + 4 * (j + n) + 4);

@@ -1,8 +1,9 @@
 //===- SM90TileDecode.cpp - sm_90a: a KV tile decoded into shared memory --===//
 //
 // A tile's cache rows reach a shared-memory stage by cp.async (16 bytes a
-// copy, pipeline_stages - 1 tiles ahead). Every cache format enters the
-// operand tile exactly: a bf16 stage is the operand tile, an fp8 e4m3
+// copy, pipeline_stages - 1 tiles ahead; bf16's in wgmma's 128-byte
+// swizzle). Every cache format enters the operand tile exactly: a bf16
+// stage is the operand tile, an fp8 e4m3
 // code (without its per-tensor scale) becomes f16 by the hardware's
 // cvt.rn.f16x2.e4m3x2 (the fp8 kernel's operands are f16), an E2M1 value
 // times its E8M0 block scale is a bf16 number, looked up by prmt and
@@ -145,9 +146,70 @@ SM90PartialKernel::CopySlot SM90PartialKernel::copySlot(OpBuilder &b,
   return c;
 }
 
+void SM90PartialKernel::emitSwizzledCopies(
+    OpBuilder &b, Value stage, Value tileIsReal,
+    llvm::function_ref<Value(Value)> cacheRowOf) {
+  KernelBuilder k{b, loc};
+  constexpr int64_t rows = SM90KernelPlan::kSwizzleRows;
+  constexpr int64_t slabChunks = SM90KernelPlan::kSwizzleBytes / kChunk;
+  int64_t groups = tile / rows, passes = plan.swizzledCopyPasses();
+  int64_t values = chunkValues();
+  // Warp w: tile rows w + 8 j; lane l: chunks l + 32 p, i.e. slab l / 8 +
+  // 4 p at stored chunk l % 8 ^ w (row % 8 = w).
+  Value lane = k.rem(thread.tid, k.idx(32));
+  Value stored = arith::XOrIOp::create(
+      b, loc, k.rem(lane, k.idx(slabChunks)), thread.warp);
+  auto stageType = cast<MemRefType>(smem.stages.getType());
+  SmallVector<OpFoldResult> offsets = {stage,
+                                       Value(k.div(lane, k.idx(slabChunks))),
+                                       thread.warp, stored, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(passes),
+                                     b.getIndexAttr(groups), b.getIndexAttr(1),
+                                     b.getIndexAttr(values)};
+  SmallVector<OpFoldResult> strides = {
+      b.getIndexAttr(1), b.getIndexAttr(32 / slabChunks),
+      b.getIndexAttr(rows), b.getIndexAttr(1), b.getIndexAttr(1)};
+  // Not rank-reduced: with one pass, several unit dimensions are ambiguous.
+  auto viewType = memref::SubViewOp::inferResultType(stageType, offsets,
+                                                     sizes, strides);
+  auto copies = [&] {
+    Value destinations =
+        memref::SubViewOp::create(b, loc, cast<MemRefType>(viewType),
+                                  smem.stages, offsets, sizes, strides);
+    auto tokenType = b.getType<nvgpu::DeviceAsyncTokenType>();
+    for (int64_t group = 0; group < groups; ++group) {
+      Value source = cacheRowOf(k.add(thread.warp, k.idx(rows * group)));
+      for (int64_t pass = 0; pass < passes; ++pass) {
+        Value chunk = k.add(lane, k.idx(32 * pass));
+        auto copy = [&] {
+          nvgpu::DeviceAsyncCopyOp::create(
+              b, loc, tokenType, destinations,
+              ValueRange{c0, k.idx(pass), k.idx(group), c0, c0}, args.kv,
+              ValueRange{source, k.mul(chunk, k.idx(values))},
+              b.getIndexAttr(values), /*srcElements=*/Value(),
+              b.getUnitAttr());
+        };
+        // The last pass over a row whose chunks 32 lanes do not divide.
+        if (32 * (pass + 1) > plan.rowChunks())
+          ifThen(b, loc, k.lessThan(chunk, k.idx(plan.rowChunks())), copy);
+        else
+          copy();
+      }
+    }
+  };
+  if (tileIsReal)
+    ifThen(b, loc, tileIsReal, copies);
+  else
+    copies();
+}
+
 SM90PartialKernel::TileCopies SM90PartialKernel::emitRowCopies(
     OpBuilder &b, Value stage, Value tileIsReal,
     llvm::function_ref<Value(Value)> cacheRowOf) {
+  if (plan.swizzledStages()) {
+    emitSwizzledCopies(b, stage, tileIsReal, cacheRowOf);
+    return {};
+  }
   KernelBuilder k{b, loc};
   // Elements of the cache (and of a stage) per 16-byte chunk.
   int64_t elements = format == CacheFormat::BF16 ? 8 : kChunk;

@@ -27,7 +27,11 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <mutex>
 
 using namespace mla;
@@ -219,17 +223,32 @@ rt::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers,
     descriptors.push_back(makeDescriptor(*ptr, shape));
   }
   // The workgroup buffers lie in one block, as in a CU's LDS: hazards are
-  // reported as offsets in it.
+  // reported as offsets in it. Each starts 1024-byte aligned (sm_90a's
+  // swizzled wgmma operands need it).
   std::vector<int64_t> ldsOffsets;
   int64_t ldsTotal = 0;
   for (int64_t bytes : kernel.ldsBytes) {
     ldsOffsets.push_back(ldsTotal);
-    ldsTotal += (bytes + 15) / 16 * 16;
+    ldsTotal += (bytes + 1023) / 1024 * 1024;
   }
-  std::vector<char> lds(ldsTotal);
+  // Aligned to 256 KiB, as a shared window: an sm_90a wgmma descriptor's
+  // 18-bit address is then the low bits of the host address.
+  constexpr size_t kLdsAlignment = size_t(1) << 18;
+  size_t ldsAllocated = std::max<size_t>(
+      (static_cast<size_t>(ldsTotal) + kLdsAlignment - 1) / kLdsAlignment *
+          kLdsAlignment,
+      kLdsAlignment);
+  std::unique_ptr<char, void (*)(void *)> ldsBlock(
+      static_cast<char *>(std::aligned_alloc(kLdsAlignment, ldsAllocated)),
+      &std::free);
+  if (!ldsBlock)
+    return rt::Error(Status::Internal,
+                     "emu backend: cannot allocate the workgroup memory");
+  char *lds = ldsBlock.get();
+  std::memset(lds, 0, ldsAllocated);
   for (size_t i = 0; i < kernel.ldsShapes.size(); ++i)
     descriptors.push_back(
-        makeDescriptor(lds.data() + ldsOffsets[i], kernel.ldsShapes[i]));
+        makeDescriptor(lds + ldsOffsets[i], kernel.ldsShapes[i]));
   std::vector<void *> words;
   for (auto &d : descriptors)
     words.push_back(d.data());
@@ -247,7 +266,7 @@ rt::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers,
     tracker->read(src, bytes);
   };
   emu::WorkgroupOptions options;
-  options.lds = lds.data();
+  options.lds = lds;
   options.ldsBytes = ldsTotal;
   options.checkHazards = settings.checkHazards;
   options.scheduleSeed = settings.scheduleSeed;

@@ -5,10 +5,12 @@
 // from global into shared-memory stages by cp.async, pipeline_stages - 1 tiles
 // ahead of the one computed. The tensor cores read bf16 and fp8 stages where
 // cp.async put them (fp8 pairs become f16 in registers); an mxfp4 stage is
-// decoded once per block into a bf16 operand tile. QK and PV run on the tensor cores (mma.sync
-// m16n8k16, f32 accumulators) from there; the online softmax runs 16
-// threads per row. All of it is dynamic shared memory (over the 48 KiB a
-// block's static shared memory may hold).
+// decoded once per block into a bf16 operand tile. QK and PV run on the
+// tensor cores (mma.sync m16n8k16, f32 accumulators) from there — bf16's PV
+// on warpgroup MMA (wgmma m64n16k16, both operands read from shared
+// memory); the online softmax runs 16 threads per row. All of it is
+// dynamic shared memory (over the 48 KiB a block's static shared memory may
+// hold).
 // The config verifier checks a config against the target with this plan, and mla-to-gpu builds the kernel from
 // it, so the two cannot disagree about what fits.
 //
@@ -85,6 +87,43 @@ public:
   int64_t scoreGroups() const { return s.kvTile / scoreRowsPerWarp(); }
   int64_t scoreParts() const { return kWarps / scoreGroups(); }
   int64_t kSteps() const { return s.qkDim / 16; }
+
+  /// bf16 stages (Dqk a multiple of 64) in wgmma's 128-byte swizzle: the
+  /// stage is Dqk / 64 slabs of kv_tile rows x 128 bytes (64 values), the
+  /// 16-byte chunk c of row r stored at chunk c ^ (r % 8) of its row (the
+  /// hardware's swizzle of address bits 4-6 by bits 7-9: slabs start
+  /// 1024-byte aligned). V^T is wgmma's A operand as it lies (M = Dv
+  /// contiguous, "MN-major"), ldmatrix's 8 rows of a chunk fall in 8
+  /// different chunks (no bank conflict), and a warp copies 512
+  /// contiguous bytes of a cache row into 4 whole 128-byte rows.
+  bool swizzledStages() const {
+    return s.format == CacheFormat::BF16 && (2 * s.qkDim) % kSwizzleBytes == 0;
+  }
+  static constexpr int64_t kSwizzleBytes = 128, kSwizzleRows = 8;
+  static constexpr int64_t kSwizzleAlignment = kSwizzleBytes * kSwizzleRows;
+  int64_t slabs() const { return 2 * s.qkDim / kSwizzleBytes; }
+  int64_t slabBytes() const { return s.kvTile * kSwizzleBytes; }
+  /// Swizzled copies: warp w copies tile rows w, w + 8, ..., lane l chunks
+  /// l, l + 32, ... of each (512 contiguous bytes of the cache an
+  /// instruction; constant strides in the cache and the stage).
+  int64_t swizzledCopyPasses() const { return (rowChunks() + 31) / 32; }
+  /// Core matrices (8 rows x 16 bytes, 128 contiguous bytes): P as wgmma's
+  /// B operand, [row / 8][column / 8].
+  static constexpr int64_t kCoreRows = 8;
+  static constexpr int64_t kCoreBytes = 128;
+  /// bf16 PV on warpgroup MMA: O^T = V^T · P^T by wgmma m64n16k16 bf16
+  /// (M: 64 of Dv, N: the block's 16 rows, K: 16 tile rows a step), V^T
+  /// from the stage and P^T (K-major: P's rows) from shared memory; each
+  /// warpgroup owns half of Dv's 64-column blocks. Dv must split so.
+  bool outputOnWarpgroups() const {
+    return swizzledStages() && s.vDim % (kWgmmaM * kWarpgroups) == 0;
+  }
+  static constexpr int64_t kWarpgroups = kWarps / 4;
+  static constexpr int64_t kWgmmaM = 64, kWgmmaK = 16;
+  int64_t outputMBlocksPerWarpgroup() const {
+    return s.vDim / kWgmmaM / kWarpgroups;
+  }
+  int64_t pRowGroupBytes() const { return s.kvTile / 8 * kCoreBytes; }
   /// PV: Dv in n-blocks of 8, dealt to the warps round robin; fp8 deals
   /// groups of 32 columns, each four n-blocks (block j of a group holds
   /// its columns 4 n + j: a lane's 32-bit read of a V row covers all four;
@@ -98,6 +137,8 @@ public:
   int64_t outputBlocksPerWarp() const {
     if (s.format == CacheFormat::FP8)
       return 4 * outputGroupsPerWarp();
+    if (outputOnWarpgroups()) // m64n16: 8 f32 a thread, 2 n-blocks of 4
+      return 2 * outputMBlocksPerWarpgroup();
     return (outputBlocks() + kWarps - 1) / kWarps;
   }
   /// Tile columns each of a row's 16 threads scores in the softmax,
@@ -111,13 +152,14 @@ public:
   bool decodesTile() const { return s.format == CacheFormat::MXFP4; }
   /// A stage's row: the cache row's bytes (E2M1 pairs for mxfp4, whose
   /// E8M0 scales travel in registers: cp.async moves 4, 8 or 16 bytes),
-  /// padded like the operand tile for bf16; fp8 rows to 4 mod 8 words, so
-  /// that an ldmatrix's 8 rows and PV's 32-bit reads of rows 2t, 2t + 1,
-  /// 2t + 8, 2t + 9 (t = lane % 4) fall in different banks.
+  /// padded like the operand tile for bf16 (unless swizzled); fp8 rows to
+  /// 4 mod 8 words, so that an ldmatrix's 8 rows and PV's 32-bit reads of
+  /// rows 2t, 2t + 1, 2t + 8, 2t + 9 (t = lane % 4) fall in different
+  /// banks.
   int64_t stageRowBytes() const {
     switch (s.format) {
     case CacheFormat::BF16:
-      return rowStride() * 2;
+      return swizzledStages() ? 2 * s.qkDim : rowStride() * 2;
     case CacheFormat::FP8: {
       int64_t words = s.qkDim / 4;
       return 4 * (words + (4 - words % 8 + 8) % 8);
@@ -156,14 +198,28 @@ public:
   int64_t partialScoreBytes() const {
     return scoreParts() * kRows * s.kvTile * 4;
   }
-  int64_t pBytes() const { return kRows * pRowStride() * 2; }
+  int64_t pBytes() const {
+    return outputOnWarpgroups() ? kRows * s.kvTile * 2
+                                : kRows * pRowStride() * 2;
+  }
   int64_t factorBytes() const { return kRows * 4; }
-  /// Every buffer starts 16-byte aligned.
+  /// Every buffer starts 16-byte aligned, swizzled stages 1024-byte
+  /// aligned (mla-workgroup-memory-to-dynamic lays them out in this order).
+  int64_t stageAlignment() const {
+    return swizzledStages() ? kSwizzleAlignment : 16;
+  }
   int64_t ldsBytes() const {
-    auto aligned = [](int64_t bytes) { return (bytes + 15) / 16 * 16; };
-    return aligned(qBytes()) + aligned(s.stages * stageBytes()) +
-           aligned(tileBytes()) + aligned(partialScoreBytes()) +
-           aligned(pBytes()) + aligned(factorBytes());
+    int64_t end = 0;
+    auto place = [&](int64_t bytes, int64_t alignment) {
+      end = (end + alignment - 1) / alignment * alignment + bytes;
+    };
+    place(qBytes(), 16);
+    place(s.stages * stageBytes(), stageAlignment());
+    place(tileBytes(), 16);
+    place(partialScoreBytes(), 16);
+    place(pBytes(), 16);
+    place(factorBytes(), 16);
+    return (end + 15) / 16 * 16;
   }
   /// The persistent grid on a chip of `computeUnits` SMs.
   static int64_t workgroups(int64_t computeUnits) {

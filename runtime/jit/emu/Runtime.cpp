@@ -705,6 +705,90 @@ static void mla_emu_mma_sync_16x8x16(int64_t ctx, int64_t a, int64_t b,
   });
 }
 
+/// sm_90a wgmma.mma_async m64nNk16 .f32.bf16.bf16 with both operands in
+/// shared memory, per lane. A descriptor holds the start, leading and
+/// stride byte offsets (16-byte units) and the layout: without swizzle,
+/// core matrices of 8 x 16 bytes (128 contiguous bytes; 8 rows of 8 K
+/// values, or with `aMnMajor` 8 K rows of 8 M values) stepped by the
+/// leading offset along K and the stride along M or N; A MN-major in the
+/// 128-byte swizzle, 128-byte rows of 64 M values, 8-row groups a stride
+/// apart along K, 64-value atoms the leading offset apart along M, each
+/// 16-byte chunk stored at address bits 4-6 XOR bits 7-9. Lane 32 w + 4 g
+/// + t of the warpgroup holds, of n-block j, D rows 16 w + g (+ 8) at
+/// columns 8 j + 2 t (+ 1) (registers 4 j .. 4 j + 3). The 16 products are
+/// exact; their sum and C round once to f32.
+static void mla_emu_wgmma_bf16(int64_t ctx, int64_t descA, int64_t descB,
+                               int64_t n, int64_t aMnMajor, int64_t accumulate,
+                               int64_t c, int64_t d) {
+  Lane &lane = laneOf(ctx);
+  Workgroup &wg = *lane.wg;
+  // The descriptor holds an 18-bit shared-window address: the emu's LDS
+  // is aligned so that a host address's low 18 bits are its LDS offset.
+  if (reinterpret_cast<uintptr_t>(wg.options.lds) & 0x3FFFF)
+    fail(lane, "emu: wgmma needs the workgroup's LDS 256 KiB-aligned");
+  struct Operand {
+    int64_t start, leading, stride;
+    bool swizzle128;
+  };
+  auto decode = [&](int64_t desc) {
+    auto field = [&](int shift) { return ((desc >> shift) & 0x3FFF) << 4; };
+    auto layout = static_cast<uint64_t>(desc) >> 62;
+    if (((static_cast<uint64_t>(desc) >> 49) & 7) != 0 || layout > 1)
+      fail(lane, "emu: only wgmma descriptors without swizzle or with the "
+                 "128-byte swizzle, and no base offset, are modelled");
+    return Operand{field(0), field(16), field(32), layout == 1};
+  };
+  Operand a = decode(descA), b = decode(descB);
+  if (b.swizzle128 || (a.swizzle128 && !aMnMajor))
+    fail(lane, "emu: the 128-byte swizzle is modelled for an MN-major A only");
+  // The bf16 at (mn, k): its byte offset, checked, and its value.
+  auto element = [&](const Operand &op, bool mnMajor, int64_t mn, int64_t k) {
+    int64_t offset;
+    if (op.swizzle128) {
+      offset = op.start + (mn / 64) * op.leading + (k / 8) * op.stride +
+               (k % 8) * 128 + 2 * (mn % 64);
+      offset ^= ((offset >> 7) & 7) << 4;
+    } else if (mnMajor) {
+      offset = op.start + (mn / 8) * op.stride + (k / 8) * op.leading +
+               (k % 8) * 16 + 2 * (mn % 8);
+    } else {
+      offset = op.start + (mn / 8) * op.stride + (k / 8) * op.leading +
+               (mn % 8) * 16 + 2 * (k % 8);
+    }
+    int64_t address = reinterpret_cast<int64_t>(wg.options.lds) + offset;
+    ldsOffset(lane, address, 2, "a wgmma operand");
+    ldsAccess(ctx, address, 2, /*isWrite=*/false);
+    uint16_t bits;
+    std::memcpy(&bits, wg.options.lds + offset, 2);
+    uint32_t wide = static_cast<uint32_t>(bits) << 16;
+    float value;
+    std::memcpy(&value, &wide, 4);
+    return static_cast<double>(value);
+  };
+  int r = lane.id % 128, w = r / 32, g = (r % 32) / 4, t = r % 4;
+  // The lane's two rows of A and 2 n / 8 columns of B, each read once.
+  std::array<std::array<double, 16>, 2> aRows;
+  std::vector<std::array<double, 16>> bColumns(n / 4);
+  for (int64_t k = 0; k < 16; ++k) {
+    for (int half = 0; half < 2; ++half)
+      aRows[half][k] = element(a, aMnMajor != 0, 16 * w + g + 8 * half, k);
+    for (int64_t i = 0; i < n / 4; ++i)
+      bColumns[i][k] =
+          element(b, /*mnMajor=*/false, 8 * (i / 2) + 2 * t + i % 2, k);
+  }
+  const auto *in = reinterpret_cast<const float *>(c);
+  auto *out = reinterpret_cast<float *>(d);
+  for (int64_t j = 0; j < n / 8; ++j)
+    for (int half = 0; half < 2; ++half)
+      for (int e = 0; e < 2; ++e) {
+        int64_t reg = 4 * j + 2 * half + e;
+        double sum = accumulate ? in[reg] : 0.0;
+        for (int64_t k = 0; k < 16; ++k)
+          sum += aRows[half][k] * bColumns[2 * j + e][k];
+        out[reg] = static_cast<float>(sum);
+      }
+}
+
 static void mla_emu_scaled_mfma_16x16x128(int64_t ctx, int64_t formatA,
                                           int64_t formatB, int64_t a,
                                           int64_t b, int8_t scaleA,
@@ -774,6 +858,7 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
        reinterpret_cast<void *>(&mla_emu_transpose_load)},
       {"mla_emu_ldmatrix", reinterpret_cast<void *>(&mla_emu_ldmatrix)},
       {"mla_emu_prmt", reinterpret_cast<void *>(&mla_emu_prmt)},
+      {"mla_emu_wgmma_bf16", reinterpret_cast<void *>(&mla_emu_wgmma_bf16)},
       {"mla_emu_lds_write", reinterpret_cast<void *>(&mla_emu_lds_write)},
       {"mla_emu_async_copy", reinterpret_cast<void *>(&mla_emu_async_copy)},
       {"mla_emu_async_commit",
