@@ -205,6 +205,20 @@ private:
     llvm::SmallVector<int64_t> accumulators;
   };
   llvm::SmallVector<OutputVector> outputVectors(mlir::OpBuilder &b);
+  /// A block row's final output: its factor, whether it is real, and the
+  /// indices of its column `col` in out and in the item's partials.
+  struct OutputRow {
+    mlir::Value factor, isReal;
+    std::array<mlir::Value, 2> out;
+    std::array<mlir::Value, 3> partial;
+    llvm::SmallVector<mlir::Value> outIndices(mlir::Value col) const {
+      return {out[0], out[1], col};
+    }
+    llvm::SmallVector<mlir::Value> partialIndices(mlir::Value col) const {
+      return {partial[0], partial[1], partial[2], col};
+    }
+  };
+  OutputRow outputRow(mlir::OpBuilder &b, mlir::Value row);
   /// Max or sum over the row's 16 threads.
   mlir::Value rowReduce(mlir::OpBuilder &b, mlir::Value v, bool isMax);
   void emitEpilogue(mlir::OpBuilder &b, mlir::scf::ForOp loop);

@@ -375,6 +375,17 @@ SmallVector<Value> SM90PartialKernel::emitOutputMma(OpBuilder &b,
   return next;
 }
 
+SM90PartialKernel::OutputRow SM90PartialKernel::outputRow(OpBuilder &b,
+                                                          Value row) {
+  KernelBuilder k{b, loc};
+  Value rowIndex = k.add(item.firstRow, row);
+  Value token = k.div(rowIndex, k.idx(numHeads));
+  Value head = k.rem(rowIndex, k.idx(numHeads));
+  return {k.load(smem.factors, {row}), k.lessThan(rowIndex, item.numRows),
+          {k.add(item.qBegin, token), head},
+          {item.slot, token, head}};
+}
+
 void SM90PartialKernel::emitOutputStores(OpBuilder &b, ValueRange acc,
                                          Value direct) {
   KernelBuilder k{b, loc};
@@ -386,16 +397,11 @@ void SM90PartialKernel::emitOutputStores(OpBuilder &b, ValueRange acc,
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(bb.getInsertionBlock(), bb.getInsertionPoint());
       for (int64_t half = 0; half < 2; ++half) {
-        Value row = k.add(thread.group, k.idx(8 * half));
-        Value factor = k.load(smem.factors, {row});
-        Value rowIndex = k.add(item.firstRow, row);
-        Value token = k.div(rowIndex, k.idx(numHeads));
-        Value head = k.rem(rowIndex, k.idx(numHeads));
-        Value isReal = k.lessThan(rowIndex, item.numRows);
+        OutputRow row = outputRow(b, k.add(thread.group, k.idx(8 * half)));
         for (const OutputVector &v : vectors) {
           SmallVector<Value> values;
           for (int64_t a : v.accumulators)
-            values.push_back(k.fmul(acc[a + 2 * half], factor));
+            values.push_back(k.fmul(acc[a + 2 * half], row.factor));
           // A vector's first column is a multiple of its width and Dv of
           // 8, so each store is aligned to its size (the runtime requires
           // out and the workspace 16-byte aligned): one wide store, not a
@@ -403,21 +409,21 @@ void SM90PartialKernel::emitOutputStores(OpBuilder &b, ValueRange acc,
           int64_t width = values.size();
           auto type = VectorType::get({width}, b.getF32Type());
           Value vec = vector::FromElementsOp::create(b, loc, type, values);
-          ifThen(b, loc, arith::AndIOp::create(b, loc, isReal, v.inDv), [&] {
-            if (final)
-              vector::StoreOp::create(
-                  b, loc,
-                  arith::TruncFOp::create(
-                      b, loc, type.clone(b.getBF16Type()), vec),
-                  args.out,
-                  ValueRange{k.add(item.qBegin, token), head, v.col},
-                  /*nontemporal=*/false, llvm::Align(2 * width));
-            else
-              vector::StoreOp::create(
-                  b, loc, vec, args.partialOut,
-                  ValueRange{item.slot, token, head, v.col},
-                  /*nontemporal=*/false, llvm::Align(4 * width));
-          });
+          ifThen(b, loc, arith::AndIOp::create(b, loc, row.isReal, v.inDv),
+                 [&] {
+                   if (final)
+                     vector::StoreOp::create(
+                         b, loc,
+                         arith::TruncFOp::create(
+                             b, loc, type.clone(b.getBF16Type()), vec),
+                         args.out, row.outIndices(v.col),
+                         /*nontemporal=*/false, llvm::Align(2 * width));
+                   else
+                     vector::StoreOp::create(
+                         b, loc, vec, args.partialOut,
+                         row.partialIndices(v.col), /*nontemporal=*/false,
+                         llvm::Align(4 * width));
+                 });
         }
       }
       scf::YieldOp::create(b, loc);

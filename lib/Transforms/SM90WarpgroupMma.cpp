@@ -4,8 +4,8 @@
 // M = 64 columns of Dv, N = the block's 16 rows, K = 16 tile rows a step.
 // The tensor cores read both operands from shared memory where they lie:
 // V^T from the stage (64 Dv values a 128-byte row, "MN-major", in the
-// 128-byte swizzle), P^T from P (core matrices of 8 rows x 8 tile columns, K-major),
-// so a tile's PV is 2·(Dv / 128) instructions a warpgroup, with no
+// 128-byte swizzle), P^T from P (core matrices of 8 rows x 8 tile columns,
+// K-major), so a tile's PV is 2·(Dv / 128) instructions a warpgroup, with no
 // ldmatrix and no register copy of V. Each warpgroup owns half of Dv's
 // 64-column blocks; its accumulators are O's transpose (lane 4 g + t of
 // warp w holds Dv columns 16 w + g (+ 8) at rows 2 t (+ 1) (+ 8)).
@@ -79,7 +79,7 @@ SmallVector<Value> SM90PartialKernel::emitOutputWgmma(OpBuilder &b,
     int64_t r = i % kBlockAccumulators;
     scaled.push_back(k.fmul(a, factors[2 * (r / 4) + r % 2]));
   }
-  // The warpgroup's first Dv block, 8 core columns of the stage each.
+  // The warpgroup's first 64-column block of Dv (a slab of the stage).
   Value warpgroup = k.div(thread.warp, k.idx(4));
   Value firstBlock = k.mul(warpgroup, k.idx(blocks));
   Value stageBytes = k.idx(plan.stageBytes());
@@ -151,28 +151,23 @@ void SM90PartialKernel::emitTransposedOutputStores(OpBuilder &b,
       b.setInsertionPoint(bb.getInsertionBlock(), bb.getInsertionPoint());
       for (int64_t j = 0; j < 2; ++j)
         for (int64_t e = 0; e < 2; ++e) {
-          Value row = k.add(t2, k.idx(8 * j + e));
-          Value factor = k.load(smem.factors, {row});
-          Value rowIndex = k.add(item.firstRow, row);
-          Value token = k.div(rowIndex, k.idx(numHeads));
-          Value head = k.rem(rowIndex, k.idx(numHeads));
-          ifThen(b, loc, k.lessThan(rowIndex, item.numRows), [&] {
+          OutputRow row = outputRow(b, k.add(t2, k.idx(8 * j + e)));
+          ifThen(b, loc, row.isReal, [&] {
             for (int64_t m = 0; m < blocks; ++m)
               for (int64_t h = 0; h < 2; ++h) {
-                Value value = k.fmul(
-                    acc[kBlockAccumulators * m + 4 * j + 2 * h + e], factor);
+                Value value =
+                    k.fmul(acc[kBlockAccumulators * m + 4 * j + 2 * h + e],
+                           row.factor);
                 Value col = k.add(
                     firstColumn, k.idx(SM90KernelPlan::kWgmmaM * m + 8 * h));
                 if (final)
                   memref::StoreOp::create(
                       b, loc,
                       arith::TruncFOp::create(b, loc, b.getBF16Type(), value),
-                      args.out,
-                      ValueRange{k.add(item.qBegin, token), head, col});
+                      args.out, row.outIndices(col));
                 else
-                  memref::StoreOp::create(
-                      b, loc, value, args.partialOut,
-                      ValueRange{item.slot, token, head, col});
+                  memref::StoreOp::create(b, loc, value, args.partialOut,
+                                          row.partialIndices(col));
               }
           });
         }

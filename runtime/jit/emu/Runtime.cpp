@@ -755,15 +755,12 @@ static void mla_emu_wgmma_bf16(int64_t ctx, int64_t descA, int64_t descB,
       offset = op.start + (mn / 8) * op.stride + (k / 8) * op.leading +
                (mn % 8) * 16 + 2 * (k % 8);
     }
-    int64_t address = reinterpret_cast<int64_t>(wg.options.lds) + offset;
-    ldsOffset(lane, address, 2, "a wgmma operand");
-    ldsAccess(ctx, address, 2, /*isWrite=*/false);
+    // Checked against the LDS bounds and the hazard model.
+    ldsAccess(ctx, reinterpret_cast<int64_t>(wg.options.lds) + offset, 2,
+              /*isWrite=*/false);
     uint16_t bits;
     std::memcpy(&bits, wg.options.lds + offset, 2);
-    uint32_t wide = static_cast<uint32_t>(bits) << 16;
-    float value;
-    std::memcpy(&value, &wide, 4);
-    return static_cast<double>(value);
+    return static_cast<double>(bf16ToFloat(bits));
   };
   int r = lane.id % 128, w = r / 32, g = (r % 32) / 4, t = r % 4;
   // The lane's two rows of A and 2 n / 8 columns of B, each read once.
