@@ -114,9 +114,9 @@ private:
   /// bf16: the thread's chunks of its tile rows into the swizzled stage
   /// (SM90KernelPlan::swizzledCopyPasses).
   void emitSwizzledCopies(mlir::OpBuilder &b, mlir::Value stage,
-                            mlir::Value tileIsReal,
-                            llvm::function_ref<mlir::Value(mlir::Value)>
-                                cacheRowOf);
+                          mlir::Value tileIsReal,
+                          llvm::function_ref<mlir::Value(mlir::Value)>
+                              cacheRowOf);
   /// The copies of tile row r from cache row cacheRowOf(r), if tileIsReal
   /// (null: always).
   TileCopies emitRowCopies(mlir::OpBuilder &b, mlir::Value stage,
