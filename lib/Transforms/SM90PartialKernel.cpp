@@ -141,7 +141,7 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
                               stages};
   if (plan.decodesTile())
     shared.push_back(ldsType({tile, plan.rowStride()}, operand));
-  shared.append({ldsType({plan.scoreParts(), kRows, tile}, f32), p,
+  shared.append({ldsType({plan.scoreParts(), kRows, plan.partialScoreStride()}, f32), p,
                  ldsType({kRows}, f32)});
   auto func = gpu::GPUFuncOp::create(mb, loc, name,
                                      FunctionType::get(ctx, types, {}),

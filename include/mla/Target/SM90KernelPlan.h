@@ -195,8 +195,12 @@ public:
   /// Elements between two rows of P: kv_tile + 8, so that the 8 rows of an
   /// ldmatrix fall in different banks.
   int64_t pRowStride() const { return s.kvTile + 8; }
+  /// f32 between two rows of a part's partial scores: kv_tile + 8, so that
+  /// a QK store (rows g of 8, each lane's 8-byte pair at column 2 t) puts
+  /// four rows in different banks (two wavefronts, not eight).
+  int64_t partialScoreStride() const { return s.kvTile + 8; }
   int64_t partialScoreBytes() const {
-    return scoreParts() * kRows * s.kvTile * 4;
+    return scoreParts() * kRows * partialScoreStride() * 4;
   }
   int64_t pBytes() const {
     return outputOnWarpgroups() ? kRows * s.kvTile * 2
