@@ -136,6 +136,14 @@ private:
                                              mlir::Value rowGroup,
                                              mlir::Value coreRow,
                                              mlir::Value chunk);
+  /// mxfp4: where the decoded tile stores a row's 16-byte unit u (8 bf16):
+  /// at u ^ (u / 8 % 4). A thread decodes a 16-byte chunk of the stage
+  /// into units 4 c .. 4 c + 3, so without it the 8 threads of a store's
+  /// phase (chunks c .. c + 7, 64 bytes apart) hit 2 of the 8 bank groups
+  /// (4-way conflicts); with it, 8. The swap stays within an aligned group
+  /// of 4 units (inside the row's padding), and the 8 rows an ldmatrix
+  /// reads at one unit stay in 8 groups (rows are 1 mod 8 units apart).
+  mlir::Value decodedTileUnit(mlir::OpBuilder &b, mlir::Value unit);
   /// The cache row of the item's position `pos` (page table applied).
   mlir::Value cacheRow(mlir::OpBuilder &b, mlir::Value pos);
   /// QK on the tensor cores: each warp's partial scores of its n-block of

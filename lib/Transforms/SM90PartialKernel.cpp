@@ -569,8 +569,14 @@ SmallVector<Value> SM90PartialKernel::tileIndices(OpBuilder &b,
     return {computeStage, k.div(chunk, c8), row, stored, c0};
   }
   if (plan.decodesTile())
-    return {row, k.mul(chunk, c8)};
+    return {row, k.mul(decodedTileUnit(b, chunk), c8)};
   return {computeStage, row, k.mul(chunk, c8)};
+}
+
+Value SM90PartialKernel::decodedTileUnit(OpBuilder &b, Value unit) {
+  KernelBuilder k{b, loc};
+  return arith::XOrIOp::create(b, loc, unit,
+                               k.rem(k.div(unit, k.idx(8)), k.idx(4)));
 }
 
 void SM90PartialKernel::fenceForWarpgroups(OpBuilder &b) {

@@ -318,9 +318,19 @@ void SM90PartialKernel::emitTileDecode(OpBuilder &b, Value stage,
           ValueRange{stage, c.row, k.mul(c.chunk, k.idx(kChunk))},
           /*nontemporal=*/false, llvm::Align(kChunk));
       Value v = e2m1ToBf16(b, loc, raw, scales[slot]);
-      vector::StoreOp::create(b, loc, v, smem.tile,
-                              ValueRange{c.row, k.mul(c.chunk, k.idx(values))},
-                              /*nontemporal=*/false, llvm::Align(kChunk));
+      // Units 4 chunk + s, each where decodedTileUnit puts it.
+      constexpr int64_t unitValues = kChunk / 2;
+      for (int64_t s = 0; s < values / unitValues; ++s) {
+        Value unit = decodedTileUnit(
+            b, k.add(k.mul(c.chunk, k.idx(values / unitValues)), k.idx(s)));
+        SmallVector<int64_t> lanes;
+        for (int64_t i = 0; i < unitValues; ++i)
+          lanes.push_back(s * unitValues + i);
+        Value part = vector::ShuffleOp::create(b, loc, v, v, lanes);
+        vector::StoreOp::create(b, loc, part, smem.tile,
+                                ValueRange{c.row, k.mul(unit, k.idx(unitValues))},
+                                /*nontemporal=*/false, llvm::Align(kChunk));
+      }
     };
     if (c.valid)
       ifThen(b, loc, c.valid, decode);
