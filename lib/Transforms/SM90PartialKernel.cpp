@@ -141,8 +141,9 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
                               stages};
   if (plan.decodesTile())
     shared.push_back(ldsType({tile, plan.rowStride()}, operand));
-  shared.append({ldsType({plan.scoreParts(), kRows, plan.partialScoreStride()}, f32), p,
-                 ldsType({kRows}, f32)});
+  shared.append(
+      {ldsType({plan.scoreParts(), kRows, plan.partialScoreStride()}, f32), p,
+       ldsType({kRows}, f32)});
   auto func = gpu::GPUFuncOp::create(mb, loc, name,
                                      FunctionType::get(ctx, types, {}),
                                      shared, TypeRange{});

@@ -327,9 +327,10 @@ void SM90PartialKernel::emitTileDecode(OpBuilder &b, Value stage,
         for (int64_t i = 0; i < unitValues; ++i)
           lanes.push_back(s * unitValues + i);
         Value part = vector::ShuffleOp::create(b, loc, v, v, lanes);
-        vector::StoreOp::create(b, loc, part, smem.tile,
-                                ValueRange{c.row, k.mul(unit, k.idx(unitValues))},
-                                /*nontemporal=*/false, llvm::Align(kChunk));
+        vector::StoreOp::create(
+            b, loc, part, smem.tile,
+            ValueRange{c.row, k.mul(unit, k.idx(unitValues))},
+            /*nontemporal=*/false, llvm::Align(kChunk));
       }
     };
     if (c.valid)
