@@ -135,7 +135,7 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
                      bf16 ? plan.rowStride() : plan.stageRowBytes()},
                     bf16 ? operand : b.getI8Type());
   MemRefType p = plan.outputOnWarpgroups()
-                     ? ldsType({kRows / core, tile / core, core, 8}, operand)
+                     ? ldsType({kRows / core, core, tile / 8, 8}, operand)
                      : ldsType({kRows, plan.pRowStride()}, operand);
   SmallVector<Type> shared = {ldsType({kRows, plan.rowStride()}, operand),
                               stages};
@@ -155,10 +155,14 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
                 b.getI32IntegerAttr(SM90KernelPlan::kBlocksPerSM));
   // The tile's rows are stored and Q's read in 16-byte vectors; swizzled
   // stages start on the swizzle's 1024-byte period.
+  // wgmma's P on its swizzle's period.
+  unsigned pIndex = shared.size() - 2;
   for (unsigned i = 0; i < shared.size(); ++i)
     func.setWorkgroupAttributionAttr(
         i, LLVM::LLVMDialect::getAlignAttrName(),
-        b.getI64IntegerAttr(i == 1 ? plan.stageAlignment() : 16));
+        b.getI64IntegerAttr(i == 1        ? plan.stageAlignment()
+                            : i == pIndex ? plan.pAlignment()
+                                          : 16));
   func->setAttr(
       MLADialect::kLaunchAttrName,
       launchAttr(b, {std::to_string(workgroups), "1", "1"}, kThreads,
@@ -527,7 +531,15 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   SmallVector<Value> pIndices = {thread.row, pCol};
   if (plan.outputOnWarpgroups()) {
     Value c8 = k.idx(SM90KernelPlan::kCoreRows);
-    pIndices = {k.div(thread.row, c8), k.div(pCol, c8), k.rem(thread.row, c8),
+    // P's swizzle (SM90KernelPlan::pRowBytes): [row / 8][row % 8][chunk ^
+    // (row % 8) · rowBytes / 128 mod rowBytes / 16][value].
+    Value r8 = k.rem(thread.row, c8);
+    int64_t rowBytes = plan.pRowBytes();
+    Value swizzle =
+        k.rem(k.div(k.mul(r8, k.idx(rowBytes)), k.idx(128)),
+              k.idx(rowBytes / 16));
+    pIndices = {k.div(thread.row, c8), r8,
+                arith::XOrIOp::create(b, loc, k.div(pCol, c8), swizzle),
                 k.rem(pCol, c8)};
   }
   vector::StoreOp::create(

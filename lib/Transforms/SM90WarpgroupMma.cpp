@@ -4,8 +4,8 @@
 // M = 64 columns of Dv, N = the block's 16 rows, K = 16 tile rows a step.
 // The tensor cores read both operands from shared memory where they lie:
 // V^T from the stage (64 Dv values a 128-byte row, "MN-major", in the
-// 128-byte swizzle), P^T from P (core matrices of 8 rows x 8 tile columns,
-// K-major), so a tile's PV is 2·(Dv / 128) instructions a warpgroup, with no
+// 128-byte swizzle), P^T from P (K-major, rows of kv_tile values in the
+// swizzle of their width), so a tile's PV is 2·(Dv / 128) instructions a warpgroup, with no
 // ldmatrix and no register copy of V. Each warpgroup owns half of Dv's
 // 64-column blocks; its accumulators are O's transpose (lane 4 g + t of
 // warp w holds Dv columns 16 w + g (+ 8) at rows 2 t (+ 1) (+ 8)).
@@ -22,22 +22,30 @@ using namespace mlir;
 using namespace mla;
 
 namespace {
-constexpr int64_t kCoreRows = SM90KernelPlan::kCoreRows;
 /// f32 accumulators a thread holds of one m64n16 block.
 constexpr int64_t kBlockAccumulators = 8;
 
+/// wgmma's shared-memory layouts (a descriptor's bits 62-63).
+enum class Swizzle : int64_t { None = 0, Bytes128 = 1, Bytes64 = 2, Bytes32 = 3 };
+
+Swizzle swizzleOfRowBytes(int64_t rowBytes) {
+  return rowBytes == 128  ? Swizzle::Bytes128
+         : rowBytes == 64 ? Swizzle::Bytes64
+                          : Swizzle::Bytes32;
+}
+
 /// A shared-memory matrix descriptor: the start address (bits 0-13), the
 /// leading and stride byte offsets (16-29, 32-45), each in 16-byte units,
-/// and the layout (62-63: 0 no swizzle, 1 the 128-byte swizzle). The start
-/// is the 18-bit shared-window address of `base`'s first byte plus
-/// `offsetBytes` (a block's shared memory is under 2^18 bytes). Without
-/// swizzle the offsets step between 8 x 16-byte core matrices along K
-/// (leading) and M or N (stride); an MN-major operand in the 128-byte
-/// swizzle steps between 64-value atoms along M (leading) and 8-row
-/// groups along K (stride).
+/// and the layout (62-63). The start is the 18-bit shared-window address
+/// of `base`'s first byte plus `offsetBytes` (a block's shared memory is
+/// under 2^18 bytes). Without swizzle the offsets step between 8 x 16-byte
+/// core matrices along K (leading) and M or N (stride); an MN-major
+/// operand in the 128-byte swizzle steps between 64-value atoms along M
+/// (leading) and 8-row groups along K (stride); a K-major one in a swizzle
+/// between 8-row groups along M or N (stride), K within the swizzle's rows.
 Value matrixDescriptor(OpBuilder &b, Location loc, Value base,
                        Value offsetBytes, int64_t leadingBytes,
-                       int64_t strideBytes, bool swizzle128) {
+                       int64_t strideBytes, Swizzle swizzle) {
   KernelBuilder k{b, loc};
   Type i64 = b.getI64Type();
   auto constant = [&](int64_t v) {
@@ -54,7 +62,7 @@ Value matrixDescriptor(OpBuilder &b, Location loc, Value base,
           constant(0x3FFFF)),
       constant(4));
   int64_t fields = (leadingBytes >> 4) << 16 | (strideBytes >> 4) << 32 |
-                   int64_t(swizzle128) << 62;
+                   static_cast<int64_t>(swizzle) << 62;
   return arith::OrIOp::create(b, loc, start, constant(fields));
 }
 } // namespace
@@ -65,7 +73,6 @@ SmallVector<Value> SM90PartialKernel::emitOutputWgmma(OpBuilder &b,
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
   int64_t blocks = plan.outputMBlocksPerWarpgroup();
-  constexpr int64_t coreBytes = SM90KernelPlan::kCoreBytes;
   constexpr int64_t rowBytes = SM90KernelPlan::kSwizzleBytes;
   // The rows' rescale factors: the thread's rows 8 j + 2 t + e.
   Value t2 = k.mul(thread.pair, k.idx(2));
@@ -90,7 +97,6 @@ SmallVector<Value> SM90PartialKernel::emitOutputWgmma(OpBuilder &b,
   auto shape = NVVM::MMAShapeAttr::get(ctx, SM90KernelPlan::kWgmmaM,
                                        SM90KernelPlan::kRows,
                                        SM90KernelPlan::kWgmmaK);
-  int64_t rowGroupsPerStep = SM90KernelPlan::kWgmmaK / kCoreRows;
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   SmallVector<Value> results;
   for (int64_t m = 0; m < blocks; ++m) {
@@ -101,19 +107,20 @@ SmallVector<Value> SM90PartialKernel::emitOutputWgmma(OpBuilder &b,
     // A 64-column block of Dv is a slab of the stage.
     Value slab = k.mul(k.add(firstBlock, k.idx(m)), k.idx(plan.slabBytes()));
     for (int64_t step = 0; step < tile / SM90KernelPlan::kWgmmaK; ++step) {
-      int64_t rowGroup = rowGroupsPerStep * step;
       // A = V^T (M = Dv, MN-major, swizzled): the step's 16 rows are two
-      // 8-row groups of 1024 bytes. B = P^T (K-major, no swizzle): K core
-      // matrices 128 bytes apart, N ones a row group of P apart.
+      // 8-row groups of 1024 bytes.
       Value vOffset =
           k.add(k.add(k.mul(computeStage, stageBytes), slab),
                 k.idx(SM90KernelPlan::kWgmmaK * step * rowBytes));
       Value vDesc = matrixDescriptor(
           b, loc, smem.stages, vOffset, plan.slabBytes(),
-          SM90KernelPlan::kSwizzleAlignment, /*swizzle128=*/true);
+          SM90KernelPlan::kSwizzleAlignment, Swizzle::Bytes128);
+      // B = P^T (K-major) in its swizzle: the step's 16 columns 32 bytes
+      // into each row, 8-row groups a group apart.
       Value pDesc = matrixDescriptor(
-          b, loc, smem.p, k.idx(rowGroup * coreBytes), coreBytes,
-          plan.pRowGroupBytes(), /*swizzle128=*/false);
+          b, loc, smem.p, k.idx(2 * SM90KernelPlan::kWgmmaK * step),
+          SM90KernelPlan::kCoreBytes, plan.pRowGroupBytes(),
+          swizzleOfRowBytes(plan.pRowBytes()));
       d = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, accType, d, vDesc, pDesc, shape, bf16, bf16,
           NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),

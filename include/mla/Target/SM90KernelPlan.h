@@ -123,7 +123,18 @@ public:
   int64_t outputMBlocksPerWarpgroup() const {
     return s.vDim / kWgmmaM / kWarpgroups;
   }
-  int64_t pRowGroupBytes() const { return s.kvTile / 8 * kCoreBytes; }
+  /// P for wgmma (B = P^T, K-major) in the swizzle as wide as a row of P
+  /// (kv_tile bf16: 32, 64 or 128 bytes): [row / 8][row % 8][stored chunk]
+  /// [value], the 16-byte chunk c of row r stored at c ^ ((r % 8) ·
+  /// pRowBytes / 128 mod pRowBytes / 16) (the hardware's XOR of address
+  /// bits 4.. by bits 7..), 8-row groups aligned to their size. A row's 16 softmax threads then store into as
+  /// many banks as the row has bytes, where unswizzled core matrices (16
+  /// bytes a row) gave 4-way conflicts.
+  int64_t pRowBytes() const { return 2 * s.kvTile; }
+  int64_t pRowGroupBytes() const { return kCoreRows * pRowBytes(); }
+  int64_t pAlignment() const {
+    return outputOnWarpgroups() ? pRowGroupBytes() : 16;
+  }
   /// PV: Dv in n-blocks of 8, dealt to the warps round robin; fp8 deals
   /// groups of 32 columns, each four n-blocks (block j of a group holds
   /// its columns 4 n + j: a lane's 32-bit read of a V row covers all four;
@@ -221,7 +232,7 @@ public:
     place(s.stages * stageBytes(), stageAlignment());
     place(tileBytes(), 16);
     place(partialScoreBytes(), 16);
-    place(pBytes(), 16);
+    place(pBytes(), pAlignment());
     place(factorBytes(), 16);
     return (end + 15) / 16 * 16;
   }

@@ -713,7 +713,10 @@ static void mla_emu_mma_sync_16x8x16(int64_t ctx, int64_t a, int64_t b,
 /// leading offset along K and the stride along M or N; A MN-major in the
 /// 128-byte swizzle, 128-byte rows of 64 M values, 8-row groups a stride
 /// apart along K, 64-value atoms the leading offset apart along M, each
-/// 16-byte chunk stored at address bits 4-6 XOR bits 7-9. Lane 32 w + 4 g
+/// 16-byte chunk stored at address bits 4-6 XOR bits 7-9; K-major in the
+/// 128-, 64- or 32-byte swizzle, rows of that many bytes holding K from the
+/// start address on, 8-row groups the stride apart along M or N, address
+/// bits 4.. XOR bits 7.. (3, 2 or 1 of them). Lane 32 w + 4 g
 /// + t of the warpgroup holds, of n-block j, D rows 16 w + g (+ 8) at
 /// columns 8 j + 2 t (+ 1) (registers 4 j .. 4 j + 3). The 16 products are
 /// exact; their sum and C round once to f32.
@@ -728,26 +731,35 @@ static void mla_emu_wgmma_bf16(int64_t ctx, int64_t descA, int64_t descB,
     fail(lane, "emu: wgmma needs the workgroup's LDS 256 KiB-aligned");
   struct Operand {
     int64_t start, leading, stride;
-    bool swizzle128;
+    /// The swizzle's row bytes (128, 64, 32), 0 without.
+    int64_t swizzleBytes;
   };
   auto decode = [&](int64_t desc) {
     auto field = [&](int shift) { return ((desc >> shift) & 0x3FFF) << 4; };
     auto layout = static_cast<uint64_t>(desc) >> 62;
-    if (((static_cast<uint64_t>(desc) >> 49) & 7) != 0 || layout > 1)
-      fail(lane, "emu: only wgmma descriptors without swizzle or with the "
-                 "128-byte swizzle, and no base offset, are modelled");
-    return Operand{field(0), field(16), field(32), layout == 1};
+    if (((static_cast<uint64_t>(desc) >> 49) & 7) != 0)
+      fail(lane, "emu: wgmma descriptors with a base offset are not "
+                 "modelled");
+    const int64_t rowBytes[4] = {0, 128, 64, 32};
+    return Operand{field(0), field(16), field(32), rowBytes[layout]};
   };
   Operand a = decode(descA), b = decode(descB);
-  if (b.swizzle128 || (a.swizzle128 && !aMnMajor))
-    fail(lane, "emu: the 128-byte swizzle is modelled for an MN-major A only");
-  // The bf16 at (mn, k): its byte offset, checked, and its value.
+  if (a.swizzleBytes && (!aMnMajor || a.swizzleBytes != 128))
+    fail(lane, "emu: a swizzled A is modelled MN-major in the 128-byte "
+               "swizzle only");
+  // The bf16 at (mn, k): its byte offset, checked, and its value. Swizzled,
+  // address bits 4.. (as many as the row has 16-byte chunks) are XORed by
+  // bits 7..; K-major swizzled rows hold K from the start address on.
   auto element = [&](const Operand &op, bool mnMajor, int64_t mn, int64_t k) {
     int64_t offset;
-    if (op.swizzle128) {
+    if (op.swizzleBytes && mnMajor) {
       offset = op.start + (mn / 64) * op.leading + (k / 8) * op.stride +
                (k % 8) * 128 + 2 * (mn % 64);
       offset ^= ((offset >> 7) & 7) << 4;
+    } else if (op.swizzleBytes) {
+      offset = op.start + (mn / 8) * op.stride +
+               (mn % 8) * op.swizzleBytes + 2 * k;
+      offset ^= ((offset >> 7) & (op.swizzleBytes / 16 - 1)) << 4;
     } else if (mnMajor) {
       offset = op.start + (mn / 8) * op.stride + (k / 8) * op.leading +
                (k % 8) * 16 + 2 * (mn % 8);
