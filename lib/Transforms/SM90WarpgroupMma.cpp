@@ -5,9 +5,9 @@
 // The tensor cores read both operands from shared memory where they lie:
 // V^T from the stage (64 Dv values a 128-byte row, "MN-major", in the
 // 128-byte swizzle), P^T from P (K-major, rows of kv_tile values in the
-// swizzle of their width), so a tile's PV is 2·(Dv / 128) instructions a warpgroup, with no
-// ldmatrix and no register copy of V. Each warpgroup owns half of Dv's
-// 64-column blocks; its accumulators are O's transpose (lane 4 g + t of
+// swizzle of their width), so a tile's PV is 2·(Dv / 128) instructions a
+// warpgroup, with no ldmatrix and no register copy of V. Each warpgroup
+// owns half of Dv's 64-column blocks; its accumulators are O's transpose (lane 4 g + t of
 // warp w holds Dv columns 16 w + g (+ 8) at rows 2 t (+ 1) (+ 8)).
 //
 //===----------------------------------------------------------------------===//
@@ -26,7 +26,12 @@ namespace {
 constexpr int64_t kBlockAccumulators = 8;
 
 /// wgmma's shared-memory layouts (a descriptor's bits 62-63).
-enum class Swizzle : int64_t { None = 0, Bytes128 = 1, Bytes64 = 2, Bytes32 = 3 };
+enum class Swizzle : int64_t {
+  None = 0,
+  Bytes128 = 1,
+  Bytes64 = 2,
+  Bytes32 = 3
+};
 
 Swizzle swizzleOfRowBytes(int64_t rowBytes) {
   return rowBytes == 128  ? Swizzle::Bytes128

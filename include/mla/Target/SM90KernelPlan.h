@@ -127,9 +127,10 @@ public:
   /// (kv_tile bf16: 32, 64 or 128 bytes): [row / 8][row % 8][stored chunk]
   /// [value], the 16-byte chunk c of row r stored at c ^ ((r % 8) ·
   /// pRowBytes / 128 mod pRowBytes / 16) (the hardware's XOR of address
-  /// bits 4.. by bits 7..), 8-row groups aligned to their size. A row's 16 softmax threads then store into as
-  /// many banks as the row has bytes, where unswizzled core matrices (16
-  /// bytes a row) gave 4-way conflicts.
+  /// bits 4.. by bits 7..), 8-row groups aligned to their size. A row's
+  /// 16 softmax threads then store into as many banks as the row has
+  /// words, where unswizzled core matrices (16 bytes a row) gave 4-way
+  /// conflicts.
   int64_t pRowBytes() const { return 2 * s.kvTile; }
   int64_t pRowGroupBytes() const { return kCoreRows * pRowBytes(); }
   int64_t pAlignment() const {
