@@ -7,8 +7,9 @@
 // 128-byte swizzle), P^T from P (K-major, rows of kv_tile values in the
 // swizzle of their width), so a tile's PV is 2·(Dv / 128) instructions a
 // warpgroup, with no ldmatrix and no register copy of V. Each warpgroup
-// owns half of Dv's 64-column blocks; its accumulators are O's transpose (lane 4 g + t of
-// warp w holds Dv columns 16 w + g (+ 8) at rows 2 t (+ 1) (+ 8)).
+// owns half of Dv's 64-column blocks; its accumulators are O's transpose
+// (lane 4 g + t of warp w holds Dv columns 16 w + g (+ 8) at rows 2 t
+// (+ 1) (+ 8)).
 //
 //===----------------------------------------------------------------------===//
 
