@@ -9,6 +9,7 @@
 
 #include "mla/Runtime/SplitPlanner.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -43,6 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   options.forcedSplits = in.next<int8_t>();
   options.kvTile = int64_t(1) << (in.next<uint8_t>() % 12);
   options.minTilesPerItem = in.next<int8_t>();
+  options.fineItemsFrom = in.next<int8_t>();
   bool perItem = in.next<uint8_t>() & 1;
   std::vector<int64_t> lens;
   while (in.size >= 4 && lens.size() < 512) {
@@ -55,6 +57,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!list)
     return 0;
   require(list->seqItemIndptr.size() == lens.size() + 1);
+  // The device planner's buffers are sized by the bounds.
+  int64_t maxWorkgroups = 1;
+  for (int64_t w : options.workgroupsPerItem)
+    maxWorkgroups = std::max(maxWorkgroups, w);
+  require(list->numItems() <=
+          workListBounds(computeUnits, static_cast<int64_t>(lens.size()),
+                         maxWorkgroups, options)
+              .items);
   std::vector<bool> slots(list->items.size(), false);
   for (size_t b = 0; b < lens.size(); ++b) {
     int64_t begin = list->seqItemIndptr[b], end = list->seqItemIndptr[b + 1];

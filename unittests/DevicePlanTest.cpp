@@ -333,6 +333,22 @@ void checkBalance(DevicePlanner &p, const std::vector<int64_t> &lens) {
   EXPECT_LE(busiest, 1.1 * dynamic) << "dynamic dispatch " << dynamic;
 }
 
+TEST(DevicePlan, MatchesTheHostPlannerOnOneTileItems) {
+  // Batches of at most a tile a workgroup (SplitOptions::fineItemsFrom):
+  // sequences cut 4 ways or more get one-tile items, the others not.
+  DevicePlanner p(fp8(16), 4, 16, 4 * 1024);
+  const std::vector<std::vector<int64_t>> batches = {
+      {1024, 1024, 1024, 1024}, {512}, {256}, {1024, 256}, {1000, 3, 511}};
+  for (const std::vector<int64_t> &lens : batches) {
+    Batch batch = makeBatch(std::vector<int64_t>(lens.size(), 1), lens,
+                            p.maxSeqs, p.pageSize);
+    ASSERT_EQ(p.planOnDevice(batch, p.maxKV), 0);
+    expectSameLists(p.deviceList(), p.hostList(batch));
+  }
+  // 1000 tokens: 15 items of 64 and one of 40.
+  EXPECT_EQ(p.deviceList().numItemsOf(0), 16);
+}
+
 TEST(DevicePlan, BalancesOneLongAndThreeShort) {
   DevicePlanner p(fp8(16), 4, 4, 8192 + 48);
   checkBalance(p, {8192, 16, 16, 16});

@@ -95,6 +95,53 @@ TEST(SplitPlanner, OnlyTheLongSequenceIsSplit) {
   expectCovers(list, {8192, 16, 16, 16});
 }
 
+TEST(SplitPlanner, SequencesCutFourWaysGetOneTileItems) {
+  // 256 CUs; where the two-tile minimum binds (at most a tile of the batch
+  // a CU), a sequence it cuts into 4 or more items gets one-tile items.
+  // B = 4, L = 1024: chunk 128 makes 8 a sequence; 16 of 64 tokens.
+  WorkList list = plan({1024, 1024, 1024, 1024});
+  for (int b = 0; b < 4; ++b)
+    EXPECT_EQ(list.numItemsOf(b), 16);
+  expectCovers(list, {1024, 1024, 1024, 1024});
+  // 512 tokens are 4 items of 128: 8 of 64.
+  EXPECT_EQ(plan({512}).numItemsOf(0), 8);
+  // 256 tokens are 2 items: they stay 2; 128 tokens stay 1.
+  EXPECT_EQ(plan({256}).numItemsOf(0), 2);
+  EXPECT_EQ(plan({128, 128}).numItems(), 2);
+  // 1000 tokens: 15 items of 64 and one of 40.
+  EXPECT_EQ(plan({1000}).numItemsOf(0), 16);
+  // Mixed: only the sequence cut 4 ways or more.
+  list = plan({1024, 256});
+  EXPECT_EQ(list.numItemsOf(0), 16);
+  EXPECT_EQ(list.numItemsOf(1), 2);
+  // Off: the minimum's items.
+  SplitOptions options;
+  options.fineItemsFrom = 0;
+  EXPECT_EQ(plan({1024}, options).numItemsOf(0), 8);
+  // The minimum does not bind (more than a tile a CU): the chunk's items.
+  std::vector<int64_t> lens(32, 1024);
+  EXPECT_EQ(plan(lens).numItemsOf(0), 8);
+}
+
+TEST(SplitPlanner, BoundsHoldPlansOnAGridLargerThanTheCUs) {
+  // sm_90a: 132 SMs, a persistent grid of 264 blocks. B = 4, L = 8192
+  // fills the grid with 256 items, more than the sequences plus the SMs.
+  SplitOptions options;
+  options.workgroups = 264;
+  for (std::vector<int64_t> lens :
+       {std::vector<int64_t>(4, 8192), std::vector<int64_t>(4, 1024),
+        std::vector<int64_t>(300, 700)}) {
+    auto list = planSplits(132, lens, options);
+    ASSERT_TRUE(bool(list));
+    WorkListBounds bounds =
+        workListBounds(132, static_cast<int64_t>(lens.size()), 1, options);
+    EXPECT_LE(list->numItems(), bounds.items);
+    EXPECT_LE(static_cast<int64_t>(list->units.size()), bounds.units);
+  }
+  EXPECT_EQ(planSplits(132, std::vector<int64_t>(4, 8192), options)->numItems(),
+            256);
+}
+
 TEST(SplitPlanner, EmptySequencesGetOneEmptyItem) {
   WorkList list = plan({0, 5, 0});
   EXPECT_EQ(list.numItems(), 3);
@@ -165,8 +212,14 @@ TEST(SplitPlanner, ItemsStartOnTiles) {
 
 TEST(SplitPlanner, RejectsBadOptions) {
   SplitOptions options;
-  options.kvTile = 48;
+  options.fineItemsFrom = -1;
   auto list = planSplits(gfx950().computeUnits, {16}, options);
+  ASSERT_FALSE(bool(list));
+  EXPECT_EQ(list.takeError().message(),
+            "fineItemsFrom must not be negative, got -1");
+  options = SplitOptions();
+  options.kvTile = 48;
+  list = planSplits(gfx950().computeUnits, {16}, options);
   ASSERT_FALSE(bool(list));
   EXPECT_EQ(list.takeError().message(),
             "kv tile 48 must be a positive power of two");

@@ -382,11 +382,13 @@ def check_artifacts(rt, artifacts, log):
     return results
 
 
-def check_device_plan(rt, artifacts, log, steps=4, max_seqs=8, max_kv=8000):
+def check_device_plan(rt, artifacts, log, steps=5, max_seqs=8, max_kv=40000):
     """One captured launch with a device plan replays batches of different
     sizes: the plan kernel plans each on the GPU from the device indptrs
     (docs/runtime.md). Each step's output is checked against float64 and
-    its status word must be 0."""
+    its status word must be 0. The last step is the largest batch (every
+    sequence at max_kv / max_seqs rows): the most work items the plan's
+    buffers must hold (more than the SMs: the persistent grid's)."""
     results = []
     rng = torch.Generator().manual_seed(11)
     for name in ("fp8_h16", "mxfp4_h16", "bf16_h128"):
@@ -425,6 +427,8 @@ def check_device_plan(rt, artifacts, log, steps=4, max_seqs=8, max_kv=8000):
             n_q = int(torch.randint(1, 5, (1,), generator=rng))
             lens = torch.randint(1, max_kv // max_seqs, (B,),
                                  generator=rng).tolist()
+            if step == steps - 1:
+                B, n_q, lens = max_seqs, 1, [max_kv // max_seqs] * max_seqs
             qo_host = [min(b, B) * n_q for b in range(max_seqs + 1)]
             kv_host = [0]
             for b in range(max_seqs):

@@ -249,8 +249,8 @@ private:
 /// persistent grid.
 struct PlanKernelFacts {
   int64_t computeUnits, workgroups, xcds;
-  int64_t kvTile, forcedSplits, minTilesPerItem, maxSplitsPerSeq,
-      unitOverhead;
+  int64_t kvTile, forcedSplits, minTilesPerItem, fineItemsFrom,
+      maxSplitsPerSeq, unitOverhead;
   int64_t numHeads, qkDim, headsPerBlock, rowsPerWorkgroup, pageSize;
   /// The LLVM sync scope of one workgroup: "workgroup" on AMDGPU, "block"
   /// on NVPTX.

@@ -136,6 +136,7 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
           config.getSplitPolicy() == SplitPolicy::uniform ? config.getSplits()
                                                           : 0,
           defaults.minTilesPerItem,
+          defaults.fineItemsFrom,
           defaults.maxSplitsPerSeq,
           defaults.unitOverhead,
           op.getNumHeads(),

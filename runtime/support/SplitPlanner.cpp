@@ -9,6 +9,9 @@
 //   chunk = max(roundUp(ceil(sum_b len_b·w_b / G), tile), minTilesPerItem * tile)
 //   items(b) = clamp(floor(len_b / chunk), 1, maxSplitsPerSeq)
 //
+// (one-tile items instead where the minimum binds and the chunk already
+// cuts the sequence into fineItemsFrom or more: SplitOptions).
+//
 // The floor keeps the items' workgroups within G (sum_b items(b)·w_b <= G
 // but for sequences shorter than a chunk): one more item than the grid
 // holds would make some workgroup run two, doubling the decode's time.
@@ -101,7 +104,10 @@ WorkListBounds mla::workListBounds(int64_t computeUnits, int64_t maxSeqs,
     int64_t items = maxSeqs * options.forcedSplits;
     return {items, items * maxWorkgroupsPerItem};
   }
-  return {maxSeqs + computeUnits, maxSeqs * maxWorkgroupsPerItem + computeUnits};
+  // The balanced policy fills the grid that runs at once: the persistent
+  // grid where there is one (two blocks an SM on sm_90a), else the CUs.
+  int64_t grid = options.workgroups > 0 ? options.workgroups : computeUnits;
+  return {maxSeqs + grid, maxSeqs * maxWorkgroupsPerItem + grid};
 }
 
 rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
@@ -119,6 +125,9 @@ rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
                  options.maxSplitsPerSeq);
   if (options.minTilesPerItem <= 0 || options.maxSplitsPerSeq <= 0)
     return error("minTilesPerItem and maxSplitsPerSeq must be positive");
+  if (options.fineItemsFrom < 0)
+    return error("fineItemsFrom must not be negative, got ",
+                 options.fineItemsFrom);
   if (options.workgroups < 0 || options.workgroups > INT32_MAX ||
       options.unitOverhead <= 0 || options.xcds <= 0 ||
       options.workgroups % options.xcds != 0)
@@ -143,11 +152,12 @@ rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
   }
 
   const int64_t tile = options.kvTile;
-  int64_t chunk = 0;
+  int64_t chunk = 0, fineChunk = 0;
   if (options.forcedSplits == 0) {
     int64_t grid = options.workgroups > 0 ? options.workgroups : computeUnits;
     int64_t perCU = ceilDiv(std::max<int64_t>(total, 1), grid);
     chunk = std::max(roundUp(perCU, tile), options.minTilesPerItem * tile);
+    fineChunk = std::max(roundUp(perCU, tile), tile);
   }
 
   WorkList list;
@@ -162,7 +172,12 @@ rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
       splits = options.forcedSplits;
       itemSize = roundUp(std::max<int64_t>(ceilDiv(len, splits), 1), tile);
     } else {
-      splits = std::clamp<int64_t>(len / chunk, 1, options.maxSplitsPerSeq);
+      bool fine = fineChunk < chunk && options.fineItemsFrom > 0 &&
+                  len / chunk >= options.fineItemsFrom;
+      // One-tile items cover the sequence (a short last one), where the
+      // chunk's floor keeps the items within the grid.
+      splits = std::clamp<int64_t>(fine ? ceilDiv(len, fineChunk) : len / chunk,
+                                   1, options.maxSplitsPerSeq);
       // Equal items, boundaries on tiles; clamping keeps them inside.
       itemSize = roundUp(std::max<int64_t>(ceilDiv(len, splits), 1), tile);
       // Rounding up to tiles can leave trailing items empty: drop them.

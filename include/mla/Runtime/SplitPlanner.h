@@ -68,6 +68,16 @@ struct SplitOptions {
   /// Smallest item the balanced policy makes, in tiles: below this the
   /// per-item prologue and the combine cost more than the parallelism gains.
   int64_t minTilesPerItem = 2;
+  /// Balanced policy, where minTilesPerItem binds (the batch has at most a
+  /// tile a workgroup): a sequence its chunk cuts into at least this many
+  /// items is cut into one-tile items instead (the last one short). Its
+  /// combine is paid already and grows little, while its longest item
+  /// halves; a sequence of one or two items would pay a combine, or double
+  /// a small one, for the same half. H200, B = 4, kv = 1024: fp8 14.5 ->
+  /// 13.1 µs, bf16 14.8 -> 12.2, mxfp4 18.1 -> 13.4; fp8 B = 16, kv = 512
+  /// 15.3 -> 12.7 (docs/performance.md; forced one-tile items lost at B = 1,
+  /// kv = 256 and B = 64, kv = 128). 0: never.
+  int64_t fineItemsFrom = 4;
   /// Upper bound on the items of one sequence under the balanced policy.
   int64_t maxSplitsPerSeq = kMaxSplitsPerSeq;
   /// Balanced policy: the workgroups each item of sequence b keeps busy
@@ -85,8 +95,9 @@ struct SplitOptions {
 
 /// The most items and units a batch of `maxSeqs` sequences can need on a
 /// chip of `computeUnits` CUs, whatever their lengths: the balanced policy
-/// makes at most one item per sequence more than its share of the chunks
-/// (`maxSeqs + computeUnits` items), a forced split N items per sequence;
+/// makes at most one item per sequence more than its share of the grid G
+/// that runs at once (`maxSeqs + G` items; G the persistent grid,
+/// options.workgroups, else the CUs), a forced split N items per sequence;
 /// an item has at most `maxWorkgroupsPerItem` units. The device planner's
 /// buffers are sized by it.
 struct WorkListBounds {
