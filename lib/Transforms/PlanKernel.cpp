@@ -81,13 +81,11 @@ private:
   struct Split {
     Value items, size;
   };
-  /// The balanced policy's chunk and its one-tile alternative
-  /// (SplitOptions::fineItemsFrom).
-  struct Chunks {
-    Value coarse, fine;
-  };
-  Split emitSplit(Value kvLen, Chunks chunks);
-  void emitWrites(Chunks chunks, ArrayRef<Value> bases, Value totalCost);
+  /// `share`: the batch's positions a workgroup rounded up to tiles (at
+  /// least one): the chunk before its minimum, and the one-tile items'
+  /// size where the minimum binds (SplitOptions::fineItemsFrom).
+  Split emitSplit(Value kvLen, Value share);
+  void emitWrites(Value share, ArrayRef<Value> bases, Value totalCost);
   Value emitUnitWorkgroup(Value start, Value end, Value total, Value r,
                           Value rowBlocks);
   void emitWorkgroupRanges(Value ok, Value numUnits);
@@ -201,16 +199,14 @@ gpu::GPUFuncOp PlanKernel::build(OpBuilder &mb, StringRef name) {
   Value tile = k.idx(f.kvTile);
   // The workgroups that run at once: the persistent grid.
   Value perCU = ceilDiv(maxS(totals[0], c1), k.idx(f.workgroups));
-  Value perCUTiles = k.mul(ceilDiv(perCU, tile), tile);
-  Chunks chunks = {maxS(perCUTiles, k.idx(f.minTilesPerItem * f.kvTile)),
-                   maxS(perCUTiles, tile)};
+  Value share = k.mul(ceilDiv(perCU, tile), tile);
 
   // Pass 2: each sequence's items, units and cost; their prefix sums.
   Value overhead = k.idx(f.unitOverhead);
   auto pass2 = forOwnSequences(
       {c0, c0, c0}, [&](Value seq, ValueRange c) -> SmallVector<Value> {
         Sequence s = emitSequence(seq);
-        Split split = emitSplit(s.kvLen, chunks);
+        Split split = emitSplit(s.kvLen, share);
         Value cost = k.mul(k.add(s.kvLen, k.mul(split.items, overhead)),
                            s.workgroups);
         return {k.add(c[0], split.items),
@@ -233,7 +229,7 @@ gpu::GPUFuncOp PlanKernel::build(OpBuilder &mb, StringRef name) {
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPoint(ifOk.thenBlock()->getTerminator());
-    emitWrites(chunks, bases, sums[2]);
+    emitWrites(share, bases, sums[2]);
     b.setInsertionPoint(ifOk.elseBlock()->getTerminator());
     forOwnSequences({}, [&](Value seq, ValueRange) -> SmallVector<Value> {
       store(c0, arg::kItemIndptr, {seq});
@@ -346,7 +342,7 @@ PlanKernel::emitBlockScan(ArrayRef<Value> values) {
   return {exclusive, totals};
 }
 
-PlanKernel::Split PlanKernel::emitSplit(Value kvLen, Chunks chunks) {
+PlanKernel::Split PlanKernel::emitSplit(Value kvLen, Value share) {
   Value c1 = k.idx(1);
   Value tile = k.idx(f.kvTile);
   if (f.forcedSplits > 0) {
@@ -356,20 +352,21 @@ PlanKernel::Split PlanKernel::emitSplit(Value kvLen, Chunks chunks) {
   // As mla::planSplits: one-tile items for a sequence the chunk already
   // cuts into fineItemsFrom or more while the minimum binds; equal items
   // on tile boundaries, trailing empties dropped.
-  Value items = k.div(kvLen, chunks.coarse);
+  Value minChunk = k.idx(f.minTilesPerItem * f.kvTile);
+  Value items = k.div(kvLen, maxS(share, minChunk));
   if (f.fineItemsFrom > 0) {
     Value finer = arith::AndIOp::create(
-        b, loc, k.lessThan(chunks.fine, chunks.coarse),
+        b, loc, k.lessThan(share, minChunk),
         k.lessThan(k.idx(f.fineItemsFrom - 1), items));
-    items = arith::SelectOp::create(b, loc, finer,
-                                    ceilDiv(kvLen, chunks.fine), items);
+    items = arith::SelectOp::create(b, loc, finer, ceilDiv(kvLen, share),
+                                    items);
   }
   Value n = clamp(items, 1, k.idx(f.maxSplitsPerSeq));
   Value size = k.mul(ceilDiv(maxS(ceilDiv(kvLen, n), c1), tile), tile);
   return {maxS(ceilDiv(kvLen, size), c1), size};
 }
 
-void PlanKernel::emitWrites(Chunks chunks, ArrayRef<Value> bases,
+void PlanKernel::emitWrites(Value share, ArrayRef<Value> bases,
                             Value totalCost) {
   Value c0 = k.idx(0), c1 = k.idx(1), c2 = k.idx(2), c3 = k.idx(3);
   Value overhead = k.idx(f.unitOverhead);
@@ -377,7 +374,7 @@ void PlanKernel::emitWrites(Chunks chunks, ArrayRef<Value> bases,
       {bases[0], bases[1], bases[2]},
       [&](Value seq, ValueRange c) -> SmallVector<Value> {
         Sequence s = emitSequence(seq);
-        Split split = emitSplit(s.kvLen, chunks);
+        Split split = emitSplit(s.kvLen, share);
         store(c[0], arg::kItemIndptr, {seq});
         auto items = scf::ForOp::create(
             b, loc, c0, split.items, c1, ValueRange{c[1], c[2]},

@@ -152,12 +152,12 @@ rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
   }
 
   const int64_t tile = options.kvTile;
-  int64_t chunk = 0, fineChunk = 0;
+  // share: the positions a workgroup, in whole tiles (at least one).
+  int64_t share = 0, chunk = 0;
   if (options.forcedSplits == 0) {
     int64_t grid = options.workgroups > 0 ? options.workgroups : computeUnits;
-    int64_t perCU = ceilDiv(std::max<int64_t>(total, 1), grid);
-    chunk = std::max(roundUp(perCU, tile), options.minTilesPerItem * tile);
-    fineChunk = std::max(roundUp(perCU, tile), tile);
+    share = roundUp(ceilDiv(std::max<int64_t>(total, 1), grid), tile);
+    chunk = std::max(share, options.minTilesPerItem * tile);
   }
 
   WorkList list;
@@ -172,12 +172,13 @@ rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
       splits = options.forcedSplits;
       itemSize = roundUp(std::max<int64_t>(ceilDiv(len, splits), 1), tile);
     } else {
-      bool fine = fineChunk < chunk && options.fineItemsFrom > 0 &&
+      // Where the minimum binds, one-tile items cover the sequence (a
+      // short last one); elsewhere the chunk's floor keeps the items
+      // within the grid.
+      bool fine = share < chunk && options.fineItemsFrom > 0 &&
                   len / chunk >= options.fineItemsFrom;
-      // One-tile items cover the sequence (a short last one), where the
-      // chunk's floor keeps the items within the grid.
-      splits = std::clamp<int64_t>(fine ? ceilDiv(len, fineChunk) : len / chunk,
-                                   1, options.maxSplitsPerSeq);
+      splits = std::clamp<int64_t>(fine ? ceilDiv(len, share) : len / chunk, 1,
+                                   options.maxSplitsPerSeq);
       // Equal items, boundaries on tiles; clamping keeps them inside.
       itemSize = roundUp(std::max<int64_t>(ceilDiv(len, splits), 1), tile);
       // Rounding up to tiles can leave trailing items empty: drop them.
