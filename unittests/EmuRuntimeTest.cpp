@@ -5,7 +5,9 @@
 // the right values in every lane order. The wave-level instructions the
 // kernels use beyond MFMAs: transposed LDS loads give each lane its column
 // at the MFMA pass's addresses; the scaled fp4 conversion matches the
-// format's definition.
+// format's definition. sm_90a's bulk copies land when their mbarrier's
+// phase completes, in every lane order; a phase that cannot complete and a
+// malformed copy or barrier are reported.
 
 #include "mla/Compiler/Embedding.h"
 #include "mla/Emu/LdsHazards.h"
@@ -595,5 +597,72 @@ TEST(EmuHazards, ModelReportsTheConflictingRun) {
   // A new workgroup starts clean.
   model.reset(64);
   EXPECT_FALSE(model.read(2, 0, 32, 0));
+}
+// sm_90a bulk copies on an mbarrier: lane 64 copies the 256 inputs (1024
+// bytes) into lds[0..256) by cp.async.bulk on the mbarrier at LDS byte
+// 2040, thread 0 expects `expected` bytes on it; every lane waits for
+// phase 0, passes a barrier and reads lds[t].
+std::string bulkCopyKernel(int copyBytes, int expected, bool initTwice) {
+  std::string init = R"(
+        nvvm.mbarrier.init %bar, %c1i : !llvm.ptr<3>, i32)";
+  if (initTwice)
+    init += init;
+  return kernel(llvm::formatv(R"(
+      %c1i = arith.constant 1 : i32
+      %c0i = arith.constant 0 : i32
+      %hint = arith.constant 10000000 : i32
+      %c2040 = arith.constant 2040 : index
+      %base = memref.extract_aligned_pointer_as_index %lds : memref<512xf32, #gpu.address_space<workgroup>> -> index
+      %bara = arith.addi %base, %c2040 : index
+      %bari = arith.index_castui %bara : index to i64
+      %bar = llvm.inttoptr %bari : i64 to !llvm.ptr<3>
+      %basei = arith.index_castui %base : index to i64
+      %dst = llvm.inttoptr %basei : i64 to !llvm.ptr<7>
+      %src0 = memref.extract_aligned_pointer_as_index %in : memref<256xf32, #gpu.address_space<global>> -> index
+      %srci = arith.index_castui %src0 : index to i64
+      %src = llvm.inttoptr %srci : i64 to !llvm.ptr<1>
+      %first = arith.cmpi eq, %t, %c0 : index
+      %copier = arith.cmpi eq, %t, %c64 : index
+      scf.if %first {{{0}
+        nvvm.fence.mbarrier.init
+      }
+      gpu.barrier
+      scf.if %copier {{
+        %size = arith.constant {1} : i32
+        nvvm.cp.async.bulk.shared.cluster.global %dst, %src, %bar, %size : !llvm.ptr<7>, <1>
+      }
+      scf.if %first {{
+        %tx = arith.constant {2} : i32
+        nvvm.mbarrier.arrive.expect_tx %bar, %tx : !llvm.ptr<3>, i32
+      }
+      nvvm.mbarrier.try_wait.parity %bar, %c0i, %hint : !llvm.ptr<3>, i32, i32
+      gpu.barrier
+      %r = memref.load %lds[%t] : memref<512xf32, #gpu.address_space<workgroup>>
+      memref.store %r, %out[%t] : memref<256xf32, #gpu.address_space<global>>)",
+                              init, copyBytes, expected)
+                    .str());
+}
+
+TEST(EmuBulkCopy, LandsWhenThePhaseCompletesInEveryOrder) {
+  for (uint64_t seed : {0, 1, 2, 3}) {
+    KernelRun run = runKernel(bulkCopyKernel(1024, 1024, false), seed);
+    expectValues(run, 0);
+  }
+}
+
+TEST(EmuBulkCopy, WaitForBytesThatNeverCome) {
+  // 2048 bytes expected, 1024 copied: the phase never completes.
+  EXPECT_TRUE(reports(runKernel(bulkCopyKernel(1024, 2048, false)),
+                      "deadlocked.*an mbarrier"));
+}
+
+TEST(EmuBulkCopy, InitOfAValidMBarrier) {
+  EXPECT_TRUE(reports(runKernel(bulkCopyKernel(1024, 1024, true)),
+                      "mbarrier.init on a valid mbarrier"));
+}
+
+TEST(EmuBulkCopy, CopyOfBytesNotAMultipleOf16) {
+  EXPECT_TRUE(reports(runKernel(bulkCopyKernel(1020, 1020, false)),
+                      "cp.async.bulk of 1020 bytes needs a multiple of 16"));
 }
 } // namespace

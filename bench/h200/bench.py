@@ -464,7 +464,7 @@ SHAPES = [(b, kv, 16, 1) for b in (4, 32, 64, 256) for kv in (1024, 8192)] + \
 
 
 def time_shapes(rt, artifacts, bandwidth, formats, launches, log,
-                shapes=SHAPES):
+                shapes=SHAPES, peers=True):
     rows_out = []
     for fmt in formats:
         for (B, L, H, n_q) in shapes:
@@ -495,6 +495,8 @@ def time_shapes(rt, artifacts, bandwidth, formats, launches, log,
             rt.destroy_plan(ours.plan)
             del ours
             for peer, make in (("torch", torch_decode), ("seed", seed_decode)):
+                if not peers:
+                    break
                 if peer == "seed" and (fmt != "fp8" or H != 16 or n_q != 1):
                     continue
                 try:
@@ -553,6 +555,8 @@ def main():
     ap.add_argument("--launches", type=int, default=50)
     ap.add_argument("--skip-check", action="store_true")
     ap.add_argument("--skip-timing", action="store_true")
+    ap.add_argument("--skip-peers", action="store_true",
+                    help="time our kernels only (A/B runs)")
     ap.add_argument("--only", default="",
                     help="time these shapes only, FORMAT:B:KV:H:Q_LEN[,...] "
                     "(one for ncu)")
@@ -589,7 +593,8 @@ def main():
         results["timings"] = [row for formats, shapes in runs
                               for row in time_shapes(rt, artifacts, bandwidth,
                                                      formats, args.launches,
-                                                     log, shapes)]
+                                                     log, shapes,
+                                                     not args.skip_peers)]
         text = table(results["timings"], bandwidth)
         log(text)
         with open(os.path.join(args.out, "table.md"), "w") as f:

@@ -82,6 +82,14 @@ private:
   }
   /// Byte address of memref[indices] as i64.
   Value address(Location loc, Value memref, ValueRange indices);
+  /// The address an LLVM pointer operand holds, as i64 (the kernels make
+  /// them by llvm.inttoptr of an address).
+  Value pointerAddress(Location loc, Value pointer) {
+    if (auto intToPtr = pointer.getDefiningOp<LLVM::IntToPtrOp>())
+      return intToPtr.getArg();
+    return LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), pointer);
+  }
+  SmallVector<LLVM::IntToPtrOp> pointerCasts;
   /// A DMA lane's source address and how many of its `size` bytes it
   /// reads: all of them from global memory; from a bounds-checked buffer
   /// (amdgpu.fat_raw_buffer_cast), those below its valid bytes (the
@@ -635,6 +643,49 @@ LogicalResult LaneFunctionBuilder::run() {
       call(loc, "mla_emu_async_wait", {},
            {ctx, arith::ConstantOp::create(b, loc,
                                            b.getI64IntegerAttr(wait.getN()))});
+    } else if (auto init = dyn_cast<NVVM::MBarrierInitOp>(op)) {
+      // sm_90a mbarriers (the bulk copies' completion): state the runtime
+      // keeps per barrier address; a wait yields until its phase completes.
+      if (init.getPredicate())
+        return op->emitOpError("emu: a predicated mbarrier.init is not "
+                               "modelled");
+      call(loc, "mla_emu_mbarrier_init", {},
+           {ctx, pointerAddress(loc, init.getAddr()),
+            arith::ExtUIOp::create(b, loc, i64Type, init.getCount())});
+    } else if (auto inval = dyn_cast<NVVM::MBarrierInvalOp>(op)) {
+      call(loc, "mla_emu_mbarrier_inval", {},
+           {ctx, pointerAddress(loc, inval.getAddr())});
+    } else if (auto arrive = dyn_cast<NVVM::MBarrierArriveExpectTxOp>(op)) {
+      if (arrive.getPredicate() || arrive.getRes() ||
+          arrive.getScope() != NVVM::MemScopeKind::CTA)
+        return op->emitOpError("emu: only mbarrier.arrive.expect_tx of the "
+                               "CTA without a predicate or state is "
+                               "modelled");
+      call(loc, "mla_emu_mbarrier_arrive_expect_tx", {},
+           {ctx, pointerAddress(loc, arrive.getAddr()),
+            arith::ExtUIOp::create(b, loc, i64Type, arrive.getTxcount())});
+    } else if (auto wait = dyn_cast<NVVM::MBarrierTryWaitParityOp>(op)) {
+      call(loc, "mla_emu_mbarrier_wait_parity", {},
+           {ctx, pointerAddress(loc, wait.getAddr()),
+            arith::ExtUIOp::create(b, loc, i64Type, wait.getPhase())});
+    } else if (isa<NVVM::FenceMbarrierInitOp>(op)) {
+      // The emu's mbarrier.init is visible to every lane at once.
+    } else if (auto bulk =
+                   dyn_cast<NVVM::CpAsyncBulkGlobalToSharedClusterOp>(op)) {
+      // sm_90a cp.async.bulk: the source is read now, the bytes land in
+      // shared memory when the mbarrier's phase completes.
+      if (bulk.getMulticastMask() || bulk.getL2CacheHint())
+        return op->emitOpError("emu: cp.async.bulk with a multicast mask or "
+                               "cache hint is not modelled");
+      call(loc, "mla_emu_bulk_copy", {},
+           {ctx, pointerAddress(loc, bulk.getSrcMem()),
+            pointerAddress(loc, bulk.getDstMem()),
+            arith::ExtUIOp::create(b, loc, i64Type, bulk.getSize()),
+            pointerAddress(loc, bulk.getMbar())});
+    } else if (auto intToPtr = dyn_cast<LLVM::IntToPtrOp>(op)) {
+      // Pointers the NVVM ops take; erased once those are.
+      pointerCasts.push_back(intToPtr);
+      continue;
     } else if (auto prmt = dyn_cast<NVVM::PermuteOp>(op)) {
       // sm_90a prmt, index mode: result byte i is byte selector.nibble(i)
       // & 7 of {hi, lo}, or that byte's sign bit replicated if the
@@ -676,6 +727,12 @@ LogicalResult LaneFunctionBuilder::run() {
       continue;
     }
     op->erase();
+  }
+  for (LLVM::IntToPtrOp pointer : pointerCasts) {
+    if (!pointer.use_empty())
+      return pointer.emitOpError("emu: a pointer used other than by the "
+                                 "modelled NVVM operations");
+    pointer.erase();
   }
   for (Operation *op : buffers) {
     if (!op->use_empty())

@@ -5,8 +5,9 @@
 // persistent schedule; the combine and plan kernels are the target-neutral
 // ones of GFX950Kernels.h. Its layout is the SM90KernelPlan's
 // (mla/Target/SM90KernelPlan.h): a block of 8 warps serves 16 (token,
-// head) rows; KV tiles stream into shared-memory stages by cp.async
-// (SM90TileDecode.cpp), then
+// head) rows; KV tiles stream into shared-memory stages by cp.async, fp8's
+// by cp.async.bulk a row a copy on a stage's mbarrier (SM90TileDecode.cpp),
+// then
 //
 //   QK       mma.sync, each warp a group of tile rows over its share of
 //            Dqk; the warps' partial scores add through shared memory
@@ -123,7 +124,19 @@ private:
                            mlir::Value tileIsReal,
                            llvm::function_ref<mlir::Value(mlir::Value)>
                                cacheRowOf);
-  /// Until the oldest tile in flight has landed (the thread's copies).
+  /// Bulk copies: the tile at `tileStart` into stage `stage`, a row a
+  /// copy by each warp's first bulkRowsPerWarp lanes, its bytes expected
+  /// on the stage's mbarrier by thread 0 (nothing past the item's end).
+  void emitBulkTileCopies(mlir::OpBuilder &b, mlir::Value tileStart,
+                          mlir::Value stage);
+  /// Bulk copies: stage `stage`'s mbarrier, as a shared-memory pointer.
+  mlir::Value stageBarrier(mlir::OpBuilder &b, mlir::Value stage);
+  /// Bulk copies: thread 0 (re)initializes the stages' mbarriers for the
+  /// next unit, whose tiles count phases from 0 (`invalidate`: they were
+  /// initialized before). A block barrier must follow before they are used.
+  void emitStageBarrierInit(mlir::OpBuilder &b, bool invalidate);
+  /// Until the step's tile has landed: the thread's copies (cp.async), or
+  /// its stage's mbarrier phase (bulk copies).
   void emitTileWait(mlir::OpBuilder &b);
   /// mxfp4: the thread's own copies (copySlot) in stage `stage` decoded
   /// into the bf16 operand tile.
@@ -247,11 +260,14 @@ private:
     mlir::Value kvIndices, kvLastPageLen;
   } args;
   struct Shared {
-    /// tile: the decoded operand tile (fp8, mxfp4 only).
-    mlir::Value q, stages, tile, partialScores, p, factors;
+    /// tile: the decoded operand tile (mxfp4 only); stageBarriers: the
+    /// stages' mbarriers (bulk copies only).
+    mlir::Value q, stages, tile, partialScores, p, factors, stageBarriers;
   } smem;
-  /// The stage the current KV step computes on.
-  mlir::Value computeStage;
+  /// The stage the current KV step computes on, and (bulk copies) the
+  /// parity of the stage's mbarrier phase its tile completes (the
+  /// stage's uses in the unit so far, mod 2).
+  mlir::Value computeStage, computePhase;
   struct WorkItem {
     mlir::Value seq, begin, end, slot, qBegin, qLen, kvBegin, kvLen, lastPos;
     /// The sequence has this item only: its rows are final.

@@ -1,10 +1,11 @@
 //===- SM90PartialKernel.cpp - the sm_90a partial-decode kernel -----------===//
 //
 // See SM90Kernels.h for the layout. Synchronization: every thread copies
-// (mxfp4: and decodes) part of the tile that all warps read, so a step's
-// first barrier publishes its tile and frees the stage it refills; the QK
-// partial scores and P move between warps through shared memory, each
-// behind a barrier of its own.
+// (mxfp4: and decodes) part of the tile that all warps read, or (bulk
+// copies) waits for the tile's mbarrier phase, so a step's first barrier
+// publishes its tile and frees the stage it refills; the QK partial scores
+// and P move between warps through shared memory, each behind a barrier of
+// its own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -144,6 +145,9 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
   shared.append(
       {ldsType({plan.scoreParts(), kRows, plan.partialScoreStride()}, f32), p,
        ldsType({kRows}, f32)});
+  unsigned pIndex = shared.size() - 2;
+  if (plan.bulkCopies())
+    shared.push_back(ldsType({plan.stages()}, b.getI64Type()));
   auto func = gpu::GPUFuncOp::create(mb, loc, name,
                                      FunctionType::get(ctx, types, {}),
                                      shared, TypeRange{});
@@ -156,7 +160,6 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
   // The tile's rows are stored and Q's read in 16-byte vectors; swizzled
   // stages start on the swizzle's 1024-byte period.
   // wgmma's P on its swizzle's period.
-  unsigned pIndex = shared.size() - 2;
   for (unsigned i = 0; i < shared.size(); ++i)
     func.setWorkgroupAttributionAttr(
         i, LLVM::LLVMDialect::getAlignAttrName(),
@@ -195,7 +198,10 @@ void SM90PartialKernel::bindArguments(gpu::GPUFuncOp func) {
   SmallVector<Value> shared(func.getWorkgroupAttributions());
   if (!plan.decodesTile())
     shared.insert(shared.begin() + 2, Value());
-  smem = {shared[0], shared[1], shared[2], shared[3], shared[4], shared[5]};
+  if (!plan.bulkCopies())
+    shared.push_back(Value());
+  smem = {shared[0], shared[1], shared[2], shared[3],
+          shared[4], shared[5], shared[6]};
 }
 
 void SM90PartialKernel::emitBody(OpBuilder &b) {
@@ -233,6 +239,10 @@ void SM90PartialKernel::emitBody(OpBuilder &b) {
   Value id = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value first = k.loadIndex(args.workgroupUnits, {id});
   Value last = k.loadIndex(args.workgroupUnits, {k.add(id, c1)});
+  if (plan.bulkCopies()) {
+    emitStageBarrierInit(b, /*invalidate=*/false);
+    gpu::BarrierOp::create(b, loc);
+  }
   forLoop(b, loc, first, last, c1, [&](Value unit) { emitUnit(b, unit); });
   gpu::ReturnOp::create(b, loc);
 }
@@ -250,10 +260,16 @@ void SM90PartialKernel::emitUnit(OpBuilder &b, Value unit) {
       emitQLoad(b);
     scf::ForOp loop = emitKVLoop(b, scales);
     // Only empty groups (tiles past the item) can be in flight; none may
-    // land in the next unit's stages. The last PV has read the rescale
-    // factors the epilogue overwrites.
-    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    // land in the next unit's stages (bulk copies: none is issued past the
+    // item). The last PV has read the rescale factors the epilogue
+    // overwrites.
+    if (!plan.bulkCopies())
+      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
     gpu::BarrierOp::create(b, loc);
+    // Every thread has waited for the unit's last tile: its mbarriers are
+    // idle, and the barrier closing the unit publishes them anew.
+    if (plan.bulkCopies())
+      emitStageBarrierInit(b, /*invalidate=*/true);
     emitEpilogue(b, loop);
     // The next unit overwrites Q and the tile that others may still read.
     gpu::BarrierOp::create(b, loc);
@@ -478,10 +494,12 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   // mxfp4: the scales of this tile and the ones in flight behind it.
   ValueRange scaleQueue = carried.drop_front(2 + numAccumulators);
   Value stages = k.idx(plan.stages());
-  computeStage =
-      k.rem(k.div(k.sub(tileStart, item.begin), k.idx(tile)), stages);
-  // This tile has landed (the thread's copies); the barrier publishes them
-  // (and Q), and puts the previous step's PV, the last reader of the stage
+  Value step = k.div(k.sub(tileStart, item.begin), k.idx(tile));
+  computeStage = k.rem(step, stages);
+  computePhase = arith::IndexCastOp::create(
+      b, loc, b.getI32Type(), k.rem(k.div(step, stages), k.idx(2)));
+  // This tile has landed (the thread's copies, or all of it); the barrier
+  // publishes it (and Q), and puts the previous step's PV, the last reader of the stage
   // refilled next, behind every thread.
   emitTileWait(b);
   fenceForWarpgroups(b);
@@ -490,19 +508,12 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   if (plan.decodesTile())
     emitTileDecode(b, computeStage, scaleQueue.take_front(slots));
   // The next tile's copies (into the stage the first barrier freed).
-  TileCopies copies;
-  auto issueCopies = [&] {
-    copies = emitTileCopies(
-        b, k.add(tileStart, k.idx((plan.stages() - 1) * tile)),
-        k.rem(k.add(computeStage, k.idx(plan.stages() - 1)), stages));
-  };
-  if (!plan.copiesAfterScores())
-    issueCopies();
+  TileCopies copies = emitTileCopies(
+      b, k.add(tileStart, k.idx((plan.stages() - 1) * tile)),
+      k.rem(k.add(computeStage, k.idx(plan.stages() - 1)), stages));
   if (plan.decodesTile())
     gpu::BarrierOp::create(b, loc);
   emitScoreMma(b);
-  if (plan.copiesAfterScores())
-    issueCopies();
   gpu::BarrierOp::create(b, loc);
   SmallVector<Value> scores = emitScores(b, tileStart);
 

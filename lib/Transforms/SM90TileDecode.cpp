@@ -2,7 +2,8 @@
 //
 // A tile's cache rows reach a shared-memory stage by cp.async (16 bytes a
 // copy, pipeline_stages - 1 tiles ahead; bf16's in wgmma's 128-byte
-// swizzle). Every cache format enters the operand tile exactly: a bf16
+// swizzle), fp8's by cp.async.bulk (a row a copy, completing on the
+// stage's mbarrier: SM90KernelPlan::bulkCopies). Every cache format enters the operand tile exactly: a bf16
 // stage is the operand tile, an fp8 e4m3
 // code (without its per-tensor scale) becomes f16 by the hardware's
 // cvt.rn.f16x2.e4m3x2 (the fp8 kernel's operands are f16), an E2M1 value
@@ -14,7 +15,9 @@
 
 #include "SM90Kernels.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -23,6 +26,32 @@ using namespace mla;
 
 namespace {
 constexpr int64_t kThreads = SM90KernelPlan::kThreads;
+constexpr unsigned kGlobalSpace = 1, kSharedSpace = 3;
+/// shared::cluster: the bulk copy's destination (the block's own shared
+/// memory is part of its cluster's; PTX 8.3 has no shared::cta form).
+constexpr unsigned kSharedClusterSpace = 7;
+/// try_wait's suspend-time hint (ns): a waiting thread sleeps until the
+/// phase completes or this passes, then tries again.
+constexpr int64_t kWaitHintNs = 10'000'000;
+
+/// Byte `offset` of `memref`'s buffer as an LLVM pointer in `addressSpace`
+/// (the kernel's buffers start at their aligned pointers).
+Value bytePointer(OpBuilder &b, Location loc, Value memref, Value offset,
+                  unsigned addressSpace) {
+  KernelBuilder k{b, loc};
+  Value address = k.add(
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref), offset);
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), addressSpace),
+      arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address),
+      LLVM::DereferenceableAttr());
+}
+
+Value isThreadZero(OpBuilder &b, Location loc, Value tid) {
+  KernelBuilder k{b, loc};
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                               k.idx(0));
+}
 /// Bytes of a cache row each thread moves per step: one 16-byte load.
 constexpr int64_t kChunk = 16;
 
@@ -260,9 +289,67 @@ SM90PartialKernel::TileCopies SM90PartialKernel::emitRowCopies(
   return copies;
 }
 
+Value SM90PartialKernel::stageBarrier(OpBuilder &b, Value stage) {
+  KernelBuilder k{b, loc};
+  return bytePointer(b, loc, smem.stageBarriers, k.mul(stage, k.idx(8)),
+                     kSharedSpace);
+}
+
+void SM90PartialKernel::emitStageBarrierInit(OpBuilder &b, bool invalidate) {
+  KernelBuilder k{b, loc};
+  ifThen(b, loc, isThreadZero(b, loc, thread.tid), [&] {
+    for (int64_t s = 0; s < plan.stages(); ++s) {
+      Value barrier = stageBarrier(b, k.idx(s));
+      if (invalidate)
+        NVVM::MBarrierInvalOp::create(b, loc, barrier);
+      // One arrival a phase: thread 0's, with the tile's bytes.
+      NVVM::MBarrierInitOp::create(b, loc, barrier, k.i32(1),
+                                   /*predicate=*/Value());
+    }
+    NVVM::FenceMbarrierInitOp::create(b, loc);
+  });
+}
+
+void SM90PartialKernel::emitBulkTileCopies(OpBuilder &b, Value tileStart,
+                                           Value stage) {
+  KernelBuilder k{b, loc};
+  int64_t rowBytes = plan.bulkRowBytes(), perWarp = plan.bulkRowsPerWarp();
+  ifThen(b, loc, k.lessThan(tileStart, item.end), [&] {
+    Value barrier = stageBarrier(b, stage);
+    // The phase completes when thread 0 has arrived and the tile's bytes
+    // have landed, in either order (the transaction count may pass below
+    // zero while the arrival is pending).
+    ifThen(b, loc, isThreadZero(b, loc, thread.tid), [&] {
+      NVVM::MBarrierArriveExpectTxOp::create(
+          b, loc, Type(), barrier, k.i32(tile * rowBytes),
+          NVVM::MemScopeKind::CTA, /*relaxed=*/false, /*predicate=*/Value());
+    });
+    Value lane = k.rem(thread.tid, k.idx(32));
+    ifThen(b, loc, k.lessThan(lane, k.idx(perWarp)), [&] {
+      Value r = k.add(k.mul(thread.warp, k.idx(perWarp)), lane);
+      // A last, partial tile repeats the item's last position.
+      Value row = cacheRow(b, k.minS(k.add(tileStart, r), item.lastPos));
+      Value stageRow = k.add(k.mul(stage, k.idx(tile)), r);
+      NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(
+          b, loc,
+          bytePointer(b, loc, smem.stages,
+                      k.mul(stageRow, k.idx(plan.stageRowBytes())),
+                      kSharedClusterSpace),
+          bytePointer(b, loc, args.kv, k.mul(row, k.idx(rowBytes)),
+                      kGlobalSpace),
+          barrier, k.i32(rowBytes), /*multicastMask=*/Value(),
+          /*l2CacheHint=*/Value());
+    });
+  });
+}
+
 SM90PartialKernel::TileCopies
 SM90PartialKernel::emitTileCopies(OpBuilder &b, Value tileStart, Value stage) {
   KernelBuilder k{b, loc};
+  if (plan.bulkCopies()) {
+    emitBulkTileCopies(b, tileStart, stage);
+    return {};
+  }
   // A tile that lies whole within the item (and within one page) is
   // tile consecutive cache rows: one row address, the copies at constant
   // offsets from it. A last, partial tile repeats the item's last
@@ -300,6 +387,13 @@ SM90PartialKernel::emitTileCopies(OpBuilder &b, Value tileStart, Value stage) {
 }
 
 void SM90PartialKernel::emitTileWait(OpBuilder &b) {
+  if (plan.bulkCopies()) {
+    KernelBuilder k{b, loc};
+    NVVM::MBarrierTryWaitParityOp::create(b, loc,
+                                          stageBarrier(b, computeStage),
+                                          computePhase, k.i32(kWaitHintNs));
+    return;
+  }
   // The oldest group in flight, the step's tile; the pipeline_stages - 2
   // behind it may stay in flight.
   NVVM::CpAsyncWaitGroupOp::create(b, loc, plan.stages() - 2);

@@ -2,8 +2,8 @@
 //
 // How the sm_90a partial-decode kernel is laid out for a decode's shapes and
 // config: a block of 8 warps serves 16 (token, head) rows; KV tiles stream
-// from global into shared-memory stages by cp.async, pipeline_stages - 1 tiles
-// ahead of the one computed. The tensor cores read bf16 and fp8 stages where
+// from global into shared-memory stages by cp.async (fp8: cp.async.bulk on
+// mbarriers), pipeline_stages - 1 tiles ahead of the one computed. The tensor cores read bf16 and fp8 stages where
 // cp.async put them (fp8 pairs become f16 in registers); an mxfp4 stage is
 // decoded once per block into a bf16 operand tile. QK and PV run on the
 // tensor cores (mma.sync m16n8k16, f32 accumulators) from there — bf16's PV
@@ -54,13 +54,22 @@ public:
   static constexpr int64_t kDefaultStages = 2;
   static constexpr int64_t kMaxStages = 8;
   int64_t stages() const { return s.stages; }
-  /// Whether a KV step issues the next tile's copies after its QK rather
-  /// than before it. fp8: issued first, they delay every warp's QK (the
-  /// chain to the partial-score barrier); after it they fill the wait for
-  /// the slowest warp and still have the softmax and PV to land in (H200:
-  /// 2-4% faster at B >= 32). bf16 and mxfp4 measured slower so (small
-  /// bf16 shapes +3-4%, mxfp4 +1-2%: their copies need the longer lead).
-  bool copiesAfterScores() const { return s.format == CacheFormat::FP8; }
+  /// Whether a tile's rows arrive by cp.async.bulk, a cache row a copy (a
+  /// warp's first lanes issue its share of the rows), each stage's copies
+  /// completing on its mbarrier, rather than by 16-byte cp.async, ~10 a
+  /// thread a tile. fp8: a step's copies cost 8 instructions a warp, so
+  /// they go ahead of its QK and land sooner (H200: 1.5% off the GPU MODE
+  /// eight's geomean, 3.5% off the largest shapes; docs/performance.md).
+  /// mxfp4 measured 7% slower so (its decode pass reads a thread's own
+  /// chunks as they land; a bulk copy makes every thread wait for the
+  /// whole tile), and bf16's swizzled stages cannot be written by one.
+  bool bulkCopies() const { return s.format == CacheFormat::FP8; }
+  /// Bytes of a tile row a bulk copy moves (the cache row: e4m3 codes).
+  int64_t bulkRowBytes() const { return s.qkDim; }
+  /// Tile rows each warp copies in bulk (its first lanes, one each).
+  int64_t bulkRowsPerWarp() const { return s.kvTile / kWarps; }
+  /// The stages' mbarriers (bulk copies): 8 bytes each.
+  int64_t barrierBytes() const { return bulkCopies() ? 8 * s.stages : 0; }
   /// Shared memory the CUDA driver keeps per resident block.
   static constexpr int64_t kReservedSharedPerBlock = 1024;
 
@@ -235,6 +244,7 @@ public:
     place(partialScoreBytes(), 16);
     place(pBytes(), pAlignment());
     place(factorBytes(), 16);
+    place(barrierBytes(), 16);
     return (end + 15) / 16 * 16;
   }
   /// The persistent grid on a chip of `computeUnits` SMs.

@@ -167,8 +167,18 @@ struct WaveSlot {
   std::deque<PendingDma> dmas; // in flight, oldest first
 };
 
+/// An sm_90a mbarrier (by its shared-memory address): a phase completes
+/// when its pending arrivals reach 0 and its transaction count is 0; the
+/// bulk copies on it land then.
+struct MBarrier {
+  int64_t expected = 0, pending = 0, tx = 0;
+  uint64_t phase = 0;
+  std::vector<Lane::AsyncCopy> copies;
+};
+
 struct Workgroup {
   std::array<int64_t, 3> blockId{};
+  std::map<int64_t, MBarrier> mbarriers; // the valid ones
   std::vector<Lane> lanes;
   std::vector<WaveSlot> waves;
   ucontext_t scheduler{};
@@ -672,6 +682,114 @@ static void mla_emu_async_wait(int64_t ctx, int64_t pending) {
   }
 }
 
+/// The valid mbarrier at `address` (8-byte aligned, in the LDS).
+static MBarrier &mbarrierAt(Lane &lane, int64_t address, const char *what) {
+  ldsOffset(lane, address, 8, what);
+  auto it = lane.wg->mbarriers.find(address);
+  if (address % 8 != 0 || it == lane.wg->mbarriers.end())
+    fail(lane, std::string(what) + " on no valid mbarrier (at LDS offset " +
+                   std::to_string(address - reinterpret_cast<int64_t>(
+                                                lane.wg->options.lds)) +
+                   ")");
+  return it->second;
+}
+
+/// Completes the barrier's phase if it is due: its copies land (as the
+/// writes of the lane that completed it), the next phase begins.
+static void completeIfDue(int64_t ctx, MBarrier &barrier) {
+  constexpr int64_t kTxLimit = (1 << 20) - 1;
+  if (barrier.tx > kTxLimit || barrier.tx < -kTxLimit)
+    fail(laneOf(ctx), "an mbarrier's transaction count " +
+                          std::to_string(barrier.tx) +
+                          " outside +-(2^20 - 1)");
+  if (barrier.pending != 0 || barrier.tx != 0)
+    return;
+  for (const Lane::AsyncCopy &copy : barrier.copies) {
+    auto bytes = static_cast<int64_t>(copy.data.size());
+    ldsAccess(ctx, copy.address, bytes, /*isWrite=*/true);
+    std::memcpy(reinterpret_cast<void *>(copy.address), copy.data.data(),
+                copy.data.size());
+  }
+  barrier.copies.clear();
+  barrier.pending = barrier.expected;
+  ++barrier.phase;
+  ++laneOf(ctx).wg->events;
+}
+
+/// mbarrier.init: phase 0, `count` arrivals expected; a valid barrier must
+/// be invalidated first.
+static void mla_emu_mbarrier_init(int64_t ctx, int64_t address,
+                                  int64_t count) {
+  Lane &lane = laneOf(ctx);
+  ldsOffset(lane, address, 8, "an mbarrier.init");
+  if (address % 8 != 0)
+    fail(lane, "an mbarrier.init on an address not 8-byte aligned");
+  if (count < 1 || count >= (1 << 20))
+    fail(lane, "an mbarrier.init with " + std::to_string(count) +
+                   " arrivals (1 .. 2^20 - 1)");
+  auto [it, inserted] = lane.wg->mbarriers.try_emplace(address);
+  if (!inserted)
+    fail(lane, "an mbarrier.init on a valid mbarrier (invalidate it first)");
+  it->second.expected = it->second.pending = count;
+}
+
+/// mbarrier.inval: the barrier must be idle (no arrival or copy of a
+/// phase in progress).
+static void mla_emu_mbarrier_inval(int64_t ctx, int64_t address) {
+  Lane &lane = laneOf(ctx);
+  MBarrier &barrier = mbarrierAt(lane, address, "an mbarrier.inval");
+  if (barrier.pending != barrier.expected || barrier.tx != 0 ||
+      !barrier.copies.empty())
+    fail(lane, "an mbarrier.inval while a phase is in progress");
+  lane.wg->mbarriers.erase(address);
+}
+
+/// mbarrier.arrive.expect_tx: `tx` more bytes expected, one arrival.
+static void mla_emu_mbarrier_arrive_expect_tx(int64_t ctx, int64_t address,
+                                              int64_t tx) {
+  Lane &lane = laneOf(ctx);
+  MBarrier &barrier = mbarrierAt(lane, address, "an mbarrier.arrive");
+  barrier.tx += tx;
+  if (--barrier.pending < 0)
+    fail(lane, "more arrivals on an mbarrier than its phase expects");
+  completeIfDue(ctx, barrier);
+}
+
+/// mbarrier.try_wait.parity in a loop: until the phase of parity `parity`
+/// has completed (the current phase's parity differs).
+static void mla_emu_mbarrier_wait_parity(int64_t ctx, int64_t address,
+                                         int64_t parity) {
+  Lane &lane = laneOf(ctx);
+  ++lane.wg->events;
+  lane.waitingAt = "an mbarrier";
+  while (static_cast<int64_t>(
+             mbarrierAt(lane, address, "an mbarrier wait").phase % 2) ==
+         parity % 2)
+    yield(lane);
+  lane.waitingAt = nullptr;
+}
+
+/// cp.async.bulk global -> shared on an mbarrier: the source is read now,
+/// its bytes count against the barrier's transactions and land when the
+/// phase completes.
+static void mla_emu_bulk_copy(int64_t ctx, int64_t src, int64_t dst,
+                              int64_t bytes, int64_t address) {
+  Lane &lane = laneOf(ctx);
+  ldsOffset(lane, dst, bytes, "a cp.async.bulk");
+  if (bytes <= 0 || bytes % 16 != 0 || dst % 16 != 0 || src % 16 != 0)
+    fail(lane, "a cp.async.bulk of " + std::to_string(bytes) +
+                   " bytes needs a multiple of 16 and 16-byte aligned "
+                   "addresses");
+  MBarrier &barrier = mbarrierAt(lane, address, "a cp.async.bulk");
+  Lane::AsyncCopy copy;
+  copy.address = dst;
+  const auto *from = reinterpret_cast<const uint8_t *>(src);
+  copy.data.assign(from, from + bytes);
+  barrier.copies.push_back(std::move(copy));
+  barrier.tx -= bytes;
+  completeIfDue(ctx, barrier);
+}
+
 static void mla_emu_mfma_16x16x128_fp8(int64_t ctx, int64_t a, int64_t b,
                                        int64_t c, int64_t d) {
   waveMfma(ctx, a, b, 32, c, d, [](WaveSlot &, int) {},
@@ -873,6 +991,15 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
       {"mla_emu_async_commit",
        reinterpret_cast<void *>(&mla_emu_async_commit)},
       {"mla_emu_async_wait", reinterpret_cast<void *>(&mla_emu_async_wait)},
+      {"mla_emu_mbarrier_init",
+       reinterpret_cast<void *>(&mla_emu_mbarrier_init)},
+      {"mla_emu_mbarrier_inval",
+       reinterpret_cast<void *>(&mla_emu_mbarrier_inval)},
+      {"mla_emu_mbarrier_arrive_expect_tx",
+       reinterpret_cast<void *>(&mla_emu_mbarrier_arrive_expect_tx)},
+      {"mla_emu_mbarrier_wait_parity",
+       reinterpret_cast<void *>(&mla_emu_mbarrier_wait_parity)},
+      {"mla_emu_bulk_copy", reinterpret_cast<void *>(&mla_emu_bulk_copy)},
       {"mla_emu_mfma_16x16x128_fp8",
        reinterpret_cast<void *>(&mla_emu_mfma_16x16x128_fp8)},
       {"mla_emu_mfma_16x16x32_bf16",
