@@ -62,6 +62,19 @@ private:
   Value ceilDiv(Value a, Value d) {
     return k.div(k.add(a, k.sub(d, k.idx(1))), d);
   }
+  /// a / d and ceil(a / d) for 0 <= a, 0 < d below 2^31 (a sequence's
+  /// rows and its item sizes: the ABI's indptrs are i32), in 32 bits: a
+  /// 64-bit division is a long subroutine in PTX, whose registers spilled.
+  Value div32(Value a, Value d) {
+    Type i32 = b.getI32Type();
+    Value q = arith::DivUIOp::create(
+        b, loc, arith::IndexCastUIOp::create(b, loc, i32, a),
+        arith::IndexCastUIOp::create(b, loc, i32, d));
+    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), q);
+  }
+  Value ceilDiv32(Value a, Value d) {
+    return div32(k.add(a, k.sub(d, k.idx(1))), d);
+  }
   Value maxS(Value a, Value c) { return arith::MaxSIOp::create(b, loc, a, c); }
   Value clamp(Value v, int64_t lo, Value hi) {
     return maxS(k.minS(v, hi), k.idx(lo));
@@ -347,23 +360,23 @@ PlanKernel::Split PlanKernel::emitSplit(Value kvLen, Value share) {
   Value tile = k.idx(f.kvTile);
   if (f.forcedSplits > 0) {
     Value n = k.idx(f.forcedSplits);
-    return {n, k.mul(ceilDiv(maxS(ceilDiv(kvLen, n), c1), tile), tile)};
+    return {n, k.mul(ceilDiv(maxS(ceilDiv32(kvLen, n), c1), tile), tile)};
   }
   // As mla::planSplits: one-tile items for a sequence the chunk already
   // cuts into fineItemsFrom or more while the minimum binds; equal items
   // on tile boundaries, trailing empties dropped.
   Value minChunk = k.idx(f.minTilesPerItem * f.kvTile);
-  Value items = k.div(kvLen, maxS(share, minChunk));
+  Value items = div32(kvLen, maxS(share, minChunk));
   if (f.fineItemsFrom > 0) {
     Value finer = arith::AndIOp::create(
         b, loc, k.lessThan(share, minChunk),
         k.lessThan(k.idx(f.fineItemsFrom - 1), items));
-    items = arith::SelectOp::create(b, loc, finer, ceilDiv(kvLen, share),
+    items = arith::SelectOp::create(b, loc, finer, ceilDiv32(kvLen, share),
                                     items);
   }
   Value n = clamp(items, 1, k.idx(f.maxSplitsPerSeq));
-  Value size = k.mul(ceilDiv(maxS(ceilDiv(kvLen, n), c1), tile), tile);
-  return {maxS(ceilDiv(kvLen, size), c1), size};
+  Value size = k.mul(ceilDiv(maxS(ceilDiv32(kvLen, n), c1), tile), tile);
+  return {maxS(ceilDiv32(kvLen, size), c1), size};
 }
 
 void PlanKernel::emitWrites(Value share, ArrayRef<Value> bases,
