@@ -673,10 +673,11 @@ LogicalResult LaneFunctionBuilder::run() {
     } else if (auto bulk =
                    dyn_cast<NVVM::CpAsyncBulkGlobalToSharedClusterOp>(op)) {
       // sm_90a cp.async.bulk: the source is read now, the bytes land in
-      // shared memory when the mbarrier's phase completes.
-      if (bulk.getMulticastMask() || bulk.getL2CacheHint())
-        return op->emitOpError("emu: cp.async.bulk with a multicast mask or "
-                               "cache hint is not modelled");
+      // shared memory when the mbarrier's phase completes (an L2 cache
+      // hint changes no value).
+      if (bulk.getMulticastMask())
+        return op->emitOpError("emu: cp.async.bulk with a multicast mask is "
+                               "not modelled");
       call(loc, "mla_emu_bulk_copy", {},
            {ctx, pointerAddress(loc, bulk.getSrcMem()),
             pointerAddress(loc, bulk.getDstMem()),

@@ -338,7 +338,8 @@ void SM90PartialKernel::emitBulkTileCopies(OpBuilder &b, Value tileStart,
           bytePointer(b, loc, args.kv, k.mul(row, k.idx(rowBytes)),
                       kGlobalSpace),
           barrier, k.i32(rowBytes), /*multicastMask=*/Value(),
-          /*l2CacheHint=*/Value());
+          arith::ConstantOp::create(
+              b, loc, b.getI64IntegerAttr(SM90KernelPlan::kStreamingL2Policy)));
     });
   });
 }
