@@ -598,6 +598,7 @@ TEST(EmuHazards, ModelReportsTheConflictingRun) {
   model.reset(64);
   EXPECT_FALSE(model.read(2, 0, 32, 0));
 }
+
 // sm_90a bulk copies on an mbarrier: lane 64 copies the 256 inputs (1024
 // bytes) into lds[0..256) by cp.async.bulk on the mbarrier at LDS byte
 // 2040, thread 0 expects `expected` bytes on it; every lane waits for

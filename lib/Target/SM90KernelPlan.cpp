@@ -35,7 +35,8 @@ SM90KernelPlan::unsupported(int64_t ldsLimit) const {
         << " bytes of shared memory (q " << qBytes() << ", " << s.stages
         << " stages of " << stageBytes() << ", tile " << tileBytes()
         << ", partial scores " << partialScoreBytes() << ", P " << pBytes()
-        << ", mbarriers " << barrierBytes() << " at kv_tile = " << s.kvTile << "); " << kBlocksPerSM
+        << ", mbarriers " << barrierBytes() << " at kv_tile = " << s.kvTile
+        << "); " << kBlocksPerSM
         << " blocks per SM leave a block "
         << (ldsLimit + kReservedSharedPerBlock) / kBlocksPerSM -
                kReservedSharedPerBlock;

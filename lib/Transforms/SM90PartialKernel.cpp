@@ -496,11 +496,12 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   Value stages = k.idx(plan.stages());
   Value step = k.div(k.sub(tileStart, item.begin), k.idx(tile));
   computeStage = k.rem(step, stages);
-  computePhase = arith::IndexCastOp::create(
-      b, loc, b.getI32Type(), k.rem(k.div(step, stages), k.idx(2)));
+  if (plan.bulkCopies())
+    computePhase = arith::IndexCastOp::create(
+        b, loc, b.getI32Type(), k.rem(k.div(step, stages), k.idx(2)));
   // This tile has landed (the thread's copies, or all of it); the barrier
-  // publishes it (and Q), and puts the previous step's PV, the last reader of the stage
-  // refilled next, behind every thread.
+  // publishes it (and Q), and puts the previous step's PV, the last reader
+  // of the stage refilled next, behind every thread.
   emitTileWait(b);
   fenceForWarpgroups(b);
   gpu::BarrierOp::create(b, loc);

@@ -3,8 +3,8 @@
 // How the sm_90a partial-decode kernel is laid out for a decode's shapes and
 // config: a block of 8 warps serves 16 (token, head) rows; KV tiles stream
 // from global into shared-memory stages by cp.async (fp8: cp.async.bulk on
-// mbarriers), pipeline_stages - 1 tiles ahead of the one computed. The tensor cores read bf16 and fp8 stages where
-// cp.async put them (fp8 pairs become f16 in registers); an mxfp4 stage is
+// mbarriers), pipeline_stages - 1 tiles ahead of the one computed. The
+// tensor cores read bf16 and fp8 stages where the copies put them (fp8 pairs become f16 in registers); an mxfp4 stage is
 // decoded once per block into a bf16 operand tile. QK and PV run on the
 // tensor cores (mma.sync m16n8k16, f32 accumulators) from there — bf16's PV
 // on warpgroup MMA (wgmma m64n16k16, both operands read from shared
@@ -57,8 +57,9 @@ public:
   /// Whether a tile's rows arrive by cp.async.bulk, a cache row a copy (a
   /// warp's first lanes issue its share of the rows), each stage's copies
   /// completing on its mbarrier, rather than by 16-byte cp.async, ~10 a
-  /// thread a tile. fp8: a step's copies cost 8 instructions a warp, so
-  /// they go ahead of its QK and land sooner (H200: 1.5% off the GPU MODE
+  /// thread a tile. fp8: a step's copies are one bulk copy in each of a
+  /// warp's first 8 lanes and thread 0's expect, so they go ahead of its
+  /// QK and land sooner (H200: 1.5% off the GPU MODE
   /// eight's geomean, 3.5% off the largest shapes; docs/performance.md).
   /// mxfp4 measured 7% slower so (its decode pass reads a thread's own
   /// chunks as they land; a bulk copy makes every thread wait for the

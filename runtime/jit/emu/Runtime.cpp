@@ -643,6 +643,23 @@ static void mla_emu_lds_write(int64_t ctx, int64_t address, int64_t bytes) {
   ldsAccess(ctx, address, bytes, /*isWrite=*/true);
 }
 
+/// An asynchronous copy's source bytes, read at issue, for `dst`.
+static Lane::AsyncCopy captureCopy(int64_t src, int64_t dst, int64_t bytes) {
+  Lane::AsyncCopy copy;
+  copy.address = dst;
+  const auto *from = reinterpret_cast<const uint8_t *>(src);
+  copy.data.assign(from, from + bytes);
+  return copy;
+}
+
+/// The copy's bytes land in shared memory, as the lane's write now.
+static void landCopy(int64_t ctx, const Lane::AsyncCopy &copy) {
+  ldsAccess(ctx, copy.address, static_cast<int64_t>(copy.data.size()),
+            /*isWrite=*/true);
+  std::memcpy(reinterpret_cast<void *>(copy.address), copy.data.data(),
+              copy.data.size());
+}
+
 /// sm_90a cp.async of `bytes` (4, 8 or 16) from global to shared memory:
 /// the source is read now, the shared bytes land when a wait retires the
 /// copy's group, as the lane's write at that point.
@@ -653,11 +670,7 @@ static void mla_emu_async_copy(int64_t ctx, int64_t src, int64_t dst,
   if (dst % bytes != 0 || src % bytes != 0)
     fail(lane, "cp.async of " + std::to_string(bytes) +
                    " bytes needs addresses aligned to them");
-  Lane::AsyncCopy copy;
-  copy.address = dst;
-  const auto *from = reinterpret_cast<const uint8_t *>(src);
-  copy.data.assign(from, from + bytes);
-  lane.openGroup.push_back(std::move(copy));
+  lane.openGroup.push_back(captureCopy(src, dst, bytes));
 }
 
 /// cp.async.commit_group: the lane's copies since the last one, a group.
@@ -672,12 +685,8 @@ static void mla_emu_async_commit(int64_t ctx) {
 static void mla_emu_async_wait(int64_t ctx, int64_t pending) {
   Lane &lane = laneOf(ctx);
   while (static_cast<int64_t>(lane.asyncGroups.size()) > pending) {
-    for (const Lane::AsyncCopy &copy : lane.asyncGroups.front()) {
-      auto bytes = static_cast<int64_t>(copy.data.size());
-      ldsAccess(ctx, copy.address, bytes, /*isWrite=*/true);
-      std::memcpy(reinterpret_cast<void *>(copy.address), copy.data.data(),
-                  copy.data.size());
-    }
+    for (const Lane::AsyncCopy &copy : lane.asyncGroups.front())
+      landCopy(ctx, copy);
     lane.asyncGroups.pop_front();
   }
 }
@@ -704,12 +713,8 @@ static void completeIfDue(int64_t ctx, MBarrier &barrier) {
                           " outside +-(2^20 - 1)");
   if (barrier.pending != 0 || barrier.tx != 0)
     return;
-  for (const Lane::AsyncCopy &copy : barrier.copies) {
-    auto bytes = static_cast<int64_t>(copy.data.size());
-    ldsAccess(ctx, copy.address, bytes, /*isWrite=*/true);
-    std::memcpy(reinterpret_cast<void *>(copy.address), copy.data.data(),
-                copy.data.size());
-  }
+  for (const Lane::AsyncCopy &copy : barrier.copies)
+    landCopy(ctx, copy);
   barrier.copies.clear();
   barrier.pending = barrier.expected;
   ++barrier.phase;
@@ -781,11 +786,7 @@ static void mla_emu_bulk_copy(int64_t ctx, int64_t src, int64_t dst,
                    " bytes needs a multiple of 16 and 16-byte aligned "
                    "addresses");
   MBarrier &barrier = mbarrierAt(lane, address, "a cp.async.bulk");
-  Lane::AsyncCopy copy;
-  copy.address = dst;
-  const auto *from = reinterpret_cast<const uint8_t *>(src);
-  copy.data.assign(from, from + bytes);
-  barrier.copies.push_back(std::move(copy));
+  barrier.copies.push_back(captureCopy(src, dst, bytes));
   barrier.tx -= bytes;
   completeIfDue(ctx, barrier);
 }
