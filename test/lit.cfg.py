@@ -14,6 +14,9 @@ config.test_exec_root = os.path.join(config.mla_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%mla_src_root", config.mla_src_root))
+# The sweeps run one combination in three under ASan (split_matrix.py).
+config.substitutions.append(
+    ("%{sweep-stride}", "3" if "asan" in config.available_features else "1"))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
