@@ -41,6 +41,9 @@ for s, splits in enumerate((1, 2, 3, 7, 32, 64)):
                   f"q_scale={q_scale:>5}: {err[0] if err else '?'}")
             if r.returncode != 0:
                 bad.append(" ".join(cmd) + "\n" + r.stdout + r.stderr)
+if ran * stride != count:
+    print(f"FAILED: ran {ran} of {count} combinations at stride {stride}")
+    sys.exit(1)
 for b in bad:
     print("FAILED:", b)
 print(f"{fmt}: {ran - len(bad)} of {ran} combinations within tolerance")
