@@ -54,8 +54,13 @@ public:
 private:
   /// fp8 and mxfp4: the wave's Q as scaled-MFMA A fragments, two fp8 parts.
   struct ScaledQFragments {
-    llvm::SmallVector<mlir::Value> hi, lo; // vector<32xf8E4M3FN> per K chunk
+    // vector<32xf8E4M3FN> per whole 128-wide K chunk.
+    llvm::SmallVector<mlir::Value> hi, lo;
     mlir::Value scaleHi, scaleLo; // E8M0 2^e and 2^(e-4) of the lane's head
+    // Dqk = 128·n + 64: the last 64 columns' hi and lo parts share one
+    // chunk (hi at K 0..63, lo at 64..127; null when Dqk is a multiple of
+    // 128), with the lane's A scale for its K block: hi's for blocks 0-1.
+    mlir::Value tail, scaleTail;
   };
   /// The online softmax's running state of a lane's row.
   struct SoftmaxState {
@@ -140,9 +145,18 @@ private:
   void emitQK(mlir::OpBuilder &b, mlir::Value stage);
   void emitBf16QK(mlir::OpBuilder &b, mlir::Value stage);
   void emitScaledQK(mlir::OpBuilder &b, mlir::Value stage);
+  /// A lane's B operand of a scaled QK MFMA and its E8M0 scale: K tile row
+  /// `tileRow`, the 128-wide chunk at column `chunkBase` (or its last 64
+  /// columns twice).
+  struct ScaledKFragment {
+    mlir::Value values, scale;
+  };
+  ScaledKFragment scaledKFragment(mlir::OpBuilder &b, mlir::Value stage,
+                                  mlir::Value tileRow, int64_t chunkBase,
+                                  mlir::Value kg);
   /// fp8: a lane's 32 K bytes of a K tile row for the scaled MFMA, runs
-  /// `chunkBase` + 16·kg + j and `chunkBase` + 64 + 16·kg + j (zero past
-  /// Dqk).
+  /// `chunkBase` + 16·kg + j and `chunkBase` + 64 + 16·kg + j (the first
+  /// run again past Dqk).
   mlir::Value fp8Fragment(mlir::OpBuilder &b, mlir::Value stage,
                           mlir::Value tileRow, int64_t chunkBase,
                           mlir::Value laneK);

@@ -78,10 +78,13 @@ void PartialKernel::emitBf16QK(OpBuilder &b, Value stage) {
 }
 
 /// Lane 16·kg + i holds, per 128-wide K chunk, Q[head i][16·kg + e] (e <
-/// 16) and Q[head i][64 + 16·kg + e] of the chunk (zero past Dqk) — the A
-/// layout of the scaled MFMA — as fp8 in two parts: q·2^-e ≈ hi + lo/16,
-/// with 2^e a power of two per head (floor(log2 amax) - 7, so |q·2^-e| <
-/// 256) that the instruction's A scale puts back exactly.
+/// 16) and Q[head i][64 + 16·kg + e] of the chunk — the A layout of the
+/// scaled MFMA — as fp8 in two parts: q·2^-e ≈ hi + lo/16, with 2^e a power
+/// of two per head (floor(log2 amax) - 7, so |q·2^-e| < 256) that the
+/// instruction's A scale puts back exactly. A last chunk of 64 columns
+/// (Dqk = 576: the rope part) holds their hi part in its first half and lo
+/// in its second: one MFMA against K's columns repeated, not two against
+/// zero padding.
 PartialKernel::ScaledQFragments
 PartialKernel::buildScaledQFragments(OpBuilder &b) {
   KernelBuilder k{b, loc};
@@ -155,7 +158,8 @@ PartialKernel::buildScaledQFragments(OpBuilder &b) {
     concat.push_back(e);
   for (int64_t c = 0; c < chunks; ++c) {
     Value hiRuns[2], loRuns[2];
-    for (int64_t half = 0; half < 2; ++half) {
+    bool tail = c * 128 + 64 >= qkDim;
+    for (int64_t half = 0; half < (tail ? 1 : 2); ++half) {
       Value scaled = arith::MulFOp::create(b, loc, runs[2 * c + half], invVec);
       hiRuns[half] = arith::TruncFOp::create(b, loc, f8x16, scaled);
       Value residual = arith::MulFOp::create(
@@ -165,6 +169,15 @@ PartialKernel::buildScaledQFragments(OpBuilder &b) {
               arith::ExtFOp::create(b, loc, f32x16, hiRuns[half])),
           sixteen);
       loRuns[half] = arith::TruncFOp::create(b, loc, f8x16, residual);
+    }
+    if (tail) {
+      frags.tail =
+          vector::ShuffleOp::create(b, loc, hiRuns[0], loRuns[0], concat);
+      // Lane 16·kg + i supplies head i's scale of K block kg: blocks 0-1
+      // (K 0..63) hold hi, 2-3 lo.
+      frags.scaleTail = arith::SelectOp::create(
+          b, loc, k.lessThan(kg, k.idx(2)), frags.scaleHi, frags.scaleLo);
+      continue;
     }
     frags.hi.push_back(
         vector::ShuffleOp::create(b, loc, hiRuns[0], hiRuns[1], concat));
@@ -177,21 +190,15 @@ PartialKernel::buildScaledQFragments(OpBuilder &b) {
 Value PartialKernel::fp8Fragment(OpBuilder &b, Value stage, Value tileRow,
                                  int64_t chunkBase, Value laneK) {
   KernelBuilder k{b, loc};
-  Type fp8 = b.getType<Float8E4M3FNType>();
-  auto run16 = VectorType::get({16}, fp8);
-  Value zero = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(run16, b.getFloatAttr(fp8, 0.0)));
-  Value runs[2];
-  for (int64_t half = 0; half < 2; ++half) {
-    int64_t base = chunkBase + 64 * half;
-    runs[half] = base >= qkDim
-                     ? zero
-                     : vector::LoadOp::create(
-                           b, loc, run16, lds.kvTiles,
-                           ValueRange{stage, tileRow,
-                                      k.add(k.idx(base), laneK)})
-                           .getResult();
-  }
+  auto run16 = VectorType::get({16}, b.getType<Float8E4M3FNType>());
+  auto load = [&](int64_t base) {
+    return vector::LoadOp::create(b, loc, run16, lds.kvTiles,
+                                  ValueRange{stage, tileRow,
+                                             k.add(k.idx(base), laneK)})
+        .getResult();
+  };
+  Value runs[2] = {load(chunkBase), Value()};
+  runs[1] = chunkBase + 64 >= qkDim ? runs[0] : load(chunkBase + 64);
   SmallVector<int64_t> concat;
   for (int64_t e = 0; e < 32; ++e)
     concat.push_back(e);
@@ -202,55 +209,37 @@ Value PartialKernel::fp8Fragment(OpBuilder &b, Value stage, Value tileRow,
 /// per 16 tile rows and 128-wide K chunk two `amdgpu.scaled_mfma 16x16x128`
 /// (Q's hi and lo parts) with B = the packed E2M1 K bytes straight from the
 /// LDS tile, each lane feeding the E8M0 scale of its own 32-element K block
-/// (docs/mfma-layouts.md §2). Past Dqk the A bytes are zero and B reads a
-/// clamped, finite block. The scores go to LDS in the C/D layout: lane
-/// 16·kg + i holds S[4·kg + r][16·nb + i].
+/// (docs/mfma-layouts.md §2); a last chunk of 64 columns is one MFMA, its B
+/// the 64 columns twice (against Q's hi, then lo). The scores go to LDS in
+/// the C/D layout: lane 16·kg + i holds S[4·kg + r][16·nb + i].
 void PartialKernel::emitScaledQK(OpBuilder &b, Value stage) {
   KernelBuilder k{b, loc};
   Value lane = rows.lane;
-  Type fp4 = b.getType<Float4E2M1FNType>();
   Value kg = k.div(lane, k.idx(16)), li = k.rem(lane, k.idx(16));
-  Value laneK = k.mul(kg, k.idx(16));
-  int64_t chunks = paddedQK / 128, blocks = qkDim / 32;
   auto accType = VectorType::get({4}, b.getF32Type());
   Value accZero = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0)));
   auto i32Attr = [&](int64_t v) { return b.getI32IntegerAttr(v); };
+  auto mfma = [&](Value a, Value scaleA, ScaledKFragment bFrag, Value acc) {
+    return amdgpu::ScaledMFMAOp::create(
+               b, loc, accType, i32Attr(16), i32Attr(16), i32Attr(128), a,
+               bFrag.values, acc, scaleA, bFrag.scale, i32Attr(0), i32Attr(0))
+        .getResult();
+  };
+  int64_t wholeChunks = qkDim / 128;
   for (int64_t nb = 0; nb < plan.kvRowsPerWave() / 16; ++nb) {
     Value tileRow = k.add(rows.kvRowBase, k.add(k.idx(16 * nb), li));
     Value acc = accZero;
-    for (int64_t c = 0; c < chunks; ++c) {
-      Value bFrag, scale;
-      if (strategy.blockScales) {
-        // B: 32 E2M1 values (16 bytes) of K 32·kg .. 32·kg + 31 of the
-        // chunk, with their block's E8M0 scale.
-        Value offset = k.minS(k.add(k.idx(c * 64), laneK),
-                              k.idx(plan.rowBytes() - 16));
-        Value bytes = vector::LoadOp::create(
-            b, loc, VectorType::get({16}, b.getI8Type()), lds.kvTiles,
-            ValueRange{stage, tileRow, offset});
-        bFrag = vector::BitCastOp::create(
-            b, loc, VectorType::get({32}, fp4), bytes);
-        Value block = k.minS(k.add(k.idx(c * 4), kg), k.idx(blocks - 1));
-        scale = loadTileScale(k, stage, tileRow, block);
-      } else {
-        // fp8: K 16·kg + j and 64 + 16·kg + j of the chunk (j < 16), the
-        // layout of the A fragment; zero past Dqk, where Q is zero too. The
-        // per-tensor scale applies to the scores later: the B scale is 1.
-        bFrag = fp8Fragment(b, stage, tileRow, c * 128, laneK);
-        scale = arith::ConstantOp::create(
-            b, loc, b.getType<Float8E8M0FNUType>(),
-            b.getFloatAttr(b.getType<Float8E8M0FNUType>(), 1.0));
-      }
+    for (int64_t c = 0; c < wholeChunks; ++c) {
       // Q = hi + lo/16: two MFMAs, the second with A scale 2^(e-4).
-      acc = amdgpu::ScaledMFMAOp::create(
-          b, loc, accType, i32Attr(16), i32Attr(16), i32Attr(128),
-          qFrags.hi[c], bFrag, acc, qFrags.scaleHi, scale, i32Attr(0),
-          i32Attr(0));
-      acc = amdgpu::ScaledMFMAOp::create(
-          b, loc, accType, i32Attr(16), i32Attr(16), i32Attr(128),
-          qFrags.lo[c], bFrag, acc, qFrags.scaleLo, scale, i32Attr(0),
-          i32Attr(0));
+      ScaledKFragment kFrag = scaledKFragment(b, stage, tileRow, c * 128, kg);
+      acc = mfma(qFrags.hi[c], qFrags.scaleHi, kFrag, acc);
+      acc = mfma(qFrags.lo[c], qFrags.scaleLo, kFrag, acc);
+    }
+    if (qFrags.tail) {
+      ScaledKFragment kFrag =
+          scaledKFragment(b, stage, tileRow, wholeChunks * 128, kg);
+      acc = mfma(qFrags.tail, qFrags.scaleTail, kFrag, acc);
     }
     for (int64_t r = 0; r < 4; ++r) {
       Value v = vector::ExtractOp::create(b, loc, acc, ArrayRef<int64_t>{r});
@@ -260,6 +249,32 @@ void PartialKernel::emitScaledQK(OpBuilder &b, Value stage) {
                      tileRow});
     }
   }
+}
+
+PartialKernel::ScaledKFragment
+PartialKernel::scaledKFragment(OpBuilder &b, Value stage, Value tileRow,
+                               int64_t chunkBase, Value kg) {
+  KernelBuilder k{b, loc};
+  if (strategy.blockScales) {
+    // B: 32 E2M1 values (16 bytes) of K block kg of the chunk (K 32·kg ..
+    // 32·kg + 31; in a 64-wide chunk block kg % 2), with its E8M0 scale.
+    Value block = chunkBase + 64 >= qkDim ? k.rem(kg, k.idx(2)) : kg;
+    Value bytes = vector::LoadOp::create(
+        b, loc, VectorType::get({16}, b.getI8Type()), lds.kvTiles,
+        ValueRange{stage, tileRow,
+                   k.add(k.idx(chunkBase / 2), k.mul(block, k.idx(16)))});
+    Value values = vector::BitCastOp::create(
+        b, loc, VectorType::get({32}, b.getType<Float4E2M1FNType>()), bytes);
+    Value scale = loadTileScale(k, stage, tileRow,
+                                k.add(k.idx(chunkBase / 32), block));
+    return {values, scale};
+  }
+  // fp8: the per-tensor scale applies to the scores later: the B scale is 1.
+  Value scale = arith::ConstantOp::create(
+      b, loc, b.getType<Float8E8M0FNUType>(),
+      b.getFloatAttr(b.getType<Float8E8M0FNUType>(), 1.0));
+  return {fp8Fragment(b, stage, tileRow, chunkBase, k.mul(kg, k.idx(16))),
+          scale};
 }
 
 Value PartialKernel::loadTileScale(KernelBuilder &k, Value stage,

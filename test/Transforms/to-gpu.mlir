@@ -2,6 +2,7 @@
 // gpu.module for the target chip, and the device planner a plan kernel;
 // the host ops point at theirs.
 // RUN: mla-opt %s --mla-select-config --mla-split-kv --mla-to-gpu | FileCheck %s
+// RUN: mla-opt %s --mla-select-config --mla-split-kv --mla-to-gpu | FileCheck %s --check-prefix=TAIL
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK: mla.partial_decode {{.+}} mla.kernel = @mla_kernels::@mla_partial_decode
@@ -64,12 +65,20 @@
 // QK on the scaled fp8 MFMA: Q in two fp8 parts (hi, lo) with per-head
 // power-of-two E8M0 scales, built once before the loop and kept in
 // registers; K fragments straight from the fp8 tile with scale 1; the
-// wave's 16 of the 64 tile rows x 5 K chunks x 2 parts, the scores stored
-// to its row group's buffer in LDS, at its columns.
+// wave's 16 of the 64 tile rows x 4 K chunks x 2 parts, and one MFMA for
+// both parts of the last 64 columns (hi in K 0..63, lo in 64..127, B the
+// columns twice, lo's A scale from the lanes of blocks 2-3), the scores
+// stored to its row group's buffer in LDS, at its columns.
 // CHECK:   vector.load %[[KVLDS]]{{.+}} : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
-// CHECK-COUNT-10: amdgpu.scaled_mfma 16x16x128 {{.+}} : f8E8M0FNU, vector<32xf8E4M3FN>, f8E8M0FNU, vector<32xf8E4M3FN>, vector<4xf32>
+// CHECK-COUNT-8: amdgpu.scaled_mfma 16x16x128 {{.+}} : f8E8M0FNU, vector<32xf8E4M3FN>, f8E8M0FNU, vector<32xf8E4M3FN>, vector<4xf32>
+// CHECK:   amdgpu.scaled_mfma 16x16x128 {{.+}} : f8E8M0FNU, vector<32xf8E4M3FN>, f8E8M0FNU, vector<32xf8E4M3FN>, vector<4xf32>
 // CHECK-NOT: amdgpu.scaled_mfma
 // CHECK:   memref.store %{{.+}}, %[[SLDS]][%[[ROWGROUP]],
+// The last 64 columns' MFMA: the A scale by K block, Q's hi (2^e) from
+// lanes 0..31, lo (2^(e-4)) from lanes 32..63, picked once before the loop.
+// TAIL: %[[TAILSCALE:.+]] = arith.select %{{.+}}, %[[SHI:.+]], %[[SLO:.+]] : f8E8M0FNU
+// TAIL-COUNT-8: amdgpu.scaled_mfma 16x16x128 (%{{.+}}[0] *
+// TAIL: amdgpu.scaled_mfma 16x16x128 (%[[TAILSCALE]][0] * %{{.+}}) * (
 // The softmax: the maximum of the wave's 16 columns (4 per lane), the four
 // waves' maxima exchanged through LDS behind a barrier, exp2 and P over
 // the wave's columns.

@@ -253,7 +253,9 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
     contractions as wave-level `vector.contract` (bf16 throughout for bf16
     caches); an online softmax per lane. fp8 and mxfp4: QK as scaled MFMAs,
     Q in registers in two fp8 parts with per-head power-of-two scales, K
-    from the tile as it is (mxfp4: packed E2M1 with its E8M0 block scales).
+    from the tile as it is (mxfp4: packed E2M1 with its E8M0 block scales);
+    a last K chunk of 64 columns (Dqk = 576) is one MFMA with both parts,
+    hi in its K 0..63 and lo in 64..127 against the columns twice.
     fp8 PV: P as p·448 in two fp8 parts, the lo part a second contraction
     into the same tile marked `mla.lhs_exp2 = -4`. mxfp4 PV: bf16 MFMAs;
     when a row group's waves split the Dv columns, V's E2M1 codes come from
