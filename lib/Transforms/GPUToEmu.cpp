@@ -65,6 +65,26 @@ public:
   LogicalResult run();
 
 private:
+  /// What lowering an op did: replaced it (run() erases it), left it in
+  /// place, or nothing (another lowering's op).
+  enum class Outcome { Replaced, Kept, NotHandled };
+  /// Lowers `op` by the first of the lower*Op below that handles it; an op
+  /// of the gpu or amdgpu dialect that none handles is an error.
+  LogicalResult lowerOp(Operation *op, Outcome &done);
+  static LogicalResult keep(Outcome &done) {
+    done = Outcome::Kept;
+    return success();
+  }
+  LogicalResult lowerWaveOp(Operation *op, Outcome &done);
+  LogicalResult lowerLdsLoadOp(Operation *op, Outcome &done);
+  LogicalResult lowerMfmaOp(Operation *op, Outcome &done);
+  LogicalResult lowerTensorCoreOp(Operation *op, Outcome &done);
+  LogicalResult lowerConversionOp(Operation *op, Outcome &done);
+  LogicalResult lowerAsyncCopyOp(Operation *op, Outcome &done);
+  /// Erases the pointer casts and buffer views the lowered ops read
+  /// through, and turns gpu.return into func.return.
+  LogicalResult eraseLeftovers();
+
   Value call(Location loc, StringRef name, TypeRange results,
              ValueRange args) {
     SmallVector<Type> inputs;
@@ -110,6 +130,14 @@ private:
   func::FuncOp fn;
   Value ctx;
   OpBuilder b;
+  // Stack buffers the matrix and transposed loads pass to the runtime.
+  Value aBuf, bBuf, cBuf, dBuf, trBuf, wgmmaC, wgmmaD;
+  // A row broadcast's whole row, per broadcast source and block: the
+  // kernels broadcast each lane of a row of one value in turn, which one
+  // rendezvous serves.
+  DenseMap<std::pair<Value, Block *>, Value> rowValues;
+  // Buffer casts the DMAs read through, erased after them.
+  SmallVector<Operation *> buffers;
 };
 
 Value LaneFunctionBuilder::address(Location loc, Value memref,
@@ -236,499 +264,633 @@ LaneFunctionBuilder::replaceElementwise(Operation *op,
 }
 
 LogicalResult LaneFunctionBuilder::run() {
-  Type i64Type = b.getI64Type(), f32 = b.getF32Type();
-  Value aBuf = scratch(32), bBuf = scratch(32), cBuf = scratch(16),
-        dBuf = scratch(16), trBuf = scratch(8);
+  aBuf = scratch(32), bBuf = scratch(32), cBuf = scratch(16),
+  dBuf = scratch(16), trBuf = scratch(8);
   // wgmma's accumulators: up to 32 f32 a lane (N <= 64).
-  Value wgmmaC = scratch(128), wgmmaD = scratch(128);
-  // A row broadcast's whole row, per broadcast source and block: the
-  // kernels broadcast each lane of a row of one value in turn, which one
-  // rendezvous serves.
-  DenseMap<std::pair<Value, Block *>, Value> rowValues;
-  SmallVector<Operation *> ops, buffers;
+  wgmmaC = scratch(128), wgmmaD = scratch(128);
+  SmallVector<Operation *> ops;
   fn.walk([&](Operation *op) { ops.push_back(op); });
   for (Operation *op : ops) {
-    Location loc = op->getLoc();
     b.setInsertionPoint(op);
-    if (failed(announceLdsAccess(op)))
+    Outcome done;
+    if (failed(announceLdsAccess(op)) || failed(lowerOp(op, done)))
       return failure();
-    if (auto tid = dyn_cast<gpu::ThreadIdOp>(op)) {
-      if (tid.getDimension() != gpu::Dimension::x)
-        return op->emitOpError("emu: only x thread ids are modelled");
-      op->getResult(0).replaceAllUsesWith(
-          index(loc, call(loc, "mla_emu_thread_id", {i64Type}, {ctx})));
-    } else if (auto bid = dyn_cast<gpu::BlockIdOp>(op)) {
-      Value dim = arith::ConstantOp::create(
-          b, loc, b.getI64IntegerAttr(static_cast<int64_t>(bid.getDimension())));
-      op->getResult(0).replaceAllUsesWith(
-          index(loc, call(loc, "mla_emu_block_id", {i64Type}, {ctx, dim})));
-    } else if (isa<gpu::BarrierOp, amdgpu::LDSBarrierOp>(op)) {
-      call(loc, "mla_emu_barrier", {}, {ctx});
-    } else if (auto wait = dyn_cast<amdgpu::MemoryCounterWaitOp>(op)) {
-      // The load counter (vmcnt) retires LDS DMAs; the emu's other memory
-      // operations complete at once, so the other counters have nothing to
-      // wait for.
-      if (std::optional<int32_t> loads = wait.getLoad())
-        call(loc, "mla_emu_wait_loads", {},
-             {ctx, arith::ConstantOp::create(b, loc,
-                                             b.getI64IntegerAttr(*loads))});
-    } else if (isa<amdgpu::FatRawBufferCastOp>(op)) {
-      // Read through by the DMAs (gatherSource); erased after them.
-      buffers.push_back(op);
-      continue;
-    } else if (isa<amdgpu::SchedBarrierOp>(op)) {
-      // There is no instruction scheduler to constrain.
-    } else if (isa<LLVM::FenceOp>(op)) {
-      // A lane's memory operations complete in program order, and lanes
-      // switch only at the synchronizing operations: memory is already
-      // ordered as a fence orders it.
-    } else if (isa<NVVM::GriddepcontrolOp>(op)) {
-      // sm_90a's programmatic launch: the emu runs a launch's kernels one
-      // after the other, each to its end.
-    } else if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op)) {
-      if (shuffle.getMode() != gpu::ShuffleMode::XOR ||
-          !shuffle.getValue().getType().isF32())
-        return op->emitOpError("emu: only f32 xor shuffles are modelled");
-      Value v = call(loc, "mla_emu_shuffle_xor", {f32},
-                     {ctx, shuffle.getValue(), shuffle.getOffset()});
-      shuffle.getShuffleResult().replaceAllUsesWith(v);
-      shuffle.getValid().replaceAllUsesWith(
-          arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
-    } else if (auto first = dyn_cast<ROCDL::ReadfirstlaneOp>(op)) {
-      if (!first.getType().isInteger(32))
-        return op->emitOpError("emu: only i32 readfirstlane is modelled");
-      Value v = call(loc, "mla_emu_readfirstlane", {first.getType()},
-                     {ctx, first.getSrc()});
-      first.getRes().replaceAllUsesWith(v);
-    } else if (auto dpp = dyn_cast<ROCDL::DPPUpdateOp>(op)) {
-      // Only what the kernels use: a row broadcast (row_newbcast) of an
-      // f32 with full masks, which leaves no lane's old value.
-      int32_t ctrl = dpp.getDppCtrl();
-      if (ctrl < 0x150 || ctrl > 0x15f || dpp.getRowMask() != 0xf ||
-          dpp.getBankMask() != 0xf || !dpp.getType().isF32())
-        return op->emitOpError(
-            "emu: only f32 row_newbcast DPP with full masks is modelled");
-      Value &row = rowValues[{dpp.getSrc(), op->getBlock()}];
-      if (!row) {
-        row = scratch(16 * 4);
-        call(loc, "mla_emu_row_values", {},
-             {ctx, dpp.getSrc(),
-              address(loc, row, {arith::ConstantIndexOp::create(b, loc, 0)})});
-      }
-      Value bytes = vector::LoadOp::create(
-          b, loc, VectorType::get({4}, b.getI8Type()), row,
-          ValueRange{arith::ConstantIndexOp::create(b, loc, 4 * (ctrl - 0x150))});
-      Value v = vector::ExtractOp::create(
-          b, loc,
-          vector::BitCastOp::create(b, loc, VectorType::get({1}, f32), bytes),
-          ArrayRef<int64_t>{0});
-      dpp.getRes().replaceAllUsesWith(v);
-    } else if (auto gather = dyn_cast<amdgpu::GatherToLDSOp>(op)) {
-      Type transfer = gather.getTransferType();
-      int64_t bytes = 0;
-      if (auto vt = dyn_cast<VectorType>(transfer))
-        bytes = vt.getNumElements() * vt.getElementTypeBitWidth() / 8;
-      else
-        bytes = transfer.getIntOrFloatBitWidth() / 8;
-      Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes));
-      Value src, readable;
-      if (failed(gatherSource(gather, size, src, readable)))
-        return failure();
-      Value dst = address(loc, gather.getDst(), gather.getDstIndices());
-      call(loc, "mla_emu_gather_to_lds", {},
-           {ctx, src, dst, size, readable});
-    } else if (auto tr = dyn_cast<amdgpu::TransposeLoadOp>(op)) {
-      auto vt = cast<VectorType>(tr.getType());
-      int64_t bits = vt.getElementTypeBitWidth();
-      if ((bits != 4 && bits != 8 && bits != 16) ||
-          vt.getNumElements() * bits != 64)
-        return op->emitOpError("emu: only 64-bit transpose loads of 4-, 8- "
-                               "or 16-bit elements (ds_read_b64_tr_b4/_b8/"
-                               "_b16) are modelled");
-      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-      call(loc, "mla_emu_transpose_load", {},
-           {ctx, address(loc, tr.getSrc(), tr.getSrcIndices()),
-            arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bits)),
-            address(loc, trBuf, {c0})});
-      Value bytes = vector::LoadOp::create(
-          b, loc, VectorType::get({8}, b.getI8Type()), trBuf, ValueRange{c0});
-      op->getResult(0).replaceAllUsesWith(
-          vector::BitCastOp::create(b, loc, vt, bytes));
-    } else if (auto ldm = dyn_cast<nvgpu::LdMatrixOp>(op)) {
-      // sm_90a ldmatrix: 1, 2 or 4 8 x 8 matrices of 16-bit elements (a
-      // lane's 4 bytes of each), or of the same bytes as 8-bit elements,
-      // untransposed.
-      auto vt = cast<VectorType>(ldm.getType());
-      int64_t bits = vt.getElementTypeBitWidth();
-      if (vt.getRank() != 2 || bits * vt.getDimSize(1) != 32 ||
-          (bits != 16 && (bits != 8 || ldm.getTranspose())))
-        return op->emitOpError("emu: only ldmatrix of 16-bit 8 x 8 matrices "
-                               "(or their bytes, untransposed) is modelled");
-      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-      call(loc, "mla_emu_ldmatrix", {},
-           {ctx, address(loc, ldm.getSrcMemref(), ldm.getIndices()),
-            arith::ConstantOp::create(b, loc,
-                                      b.getI64IntegerAttr(ldm.getNumTiles())),
-            arith::ConstantOp::create(b, loc,
-                                      b.getI64IntegerAttr(ldm.getTranspose())),
-            address(loc, cBuf, {c0})});
-      Value bytes = vector::LoadOp::create(
-          b, loc, VectorType::get({4 * vt.getDimSize(0)}, b.getI8Type()), cBuf,
-          ValueRange{c0});
-      op->getResult(0).replaceAllUsesWith(vector::ShapeCastOp::create(
-          b, loc, vt,
-          vector::BitCastOp::create(
-              b, loc,
-              VectorType::get({vt.getNumElements()}, vt.getElementType()),
-              bytes)));
-    } else if (auto ext = dyn_cast<amdgpu::ScaledExtPackedOp>(op)) {
-      // Two E2M1 values of byte `index` of a 32-bit word, times the f32
-      // scale, as the chip's v_cvt_scalef32_pk_*_fp4 computes them.
-      auto srcType = dyn_cast<VectorType>(ext.getSource().getType());
-      if (!srcType || srcType.getNumElements() != 8 ||
-          !isa<Float4E2M1FNType>(srcType.getElementType()))
-        return op->emitOpError("emu: only amdgpu.scaled_ext_packed of "
-                               "vector<8xf4E2M1FN> is modelled");
-      auto i32x1 = VectorType::get({1}, b.getI32Type());
-      auto fromWord = ext.getSource().getDefiningOp<vector::BitCastOp>();
-      Value word = fromWord && fromWord.getSource().getType() == i32x1
-                       ? fromWord.getSource()
-                       : vector::BitCastOp::create(b, loc, i32x1,
-                                                   ext.getSource())
-                             .getResult();
-      Value bits =
-          vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
-      auto resultType = cast<VectorType>(ext.getType());
-      SmallVector<Value> values;
-      for (int64_t e = 0; e < 2; ++e) {
-        Value nibble = arith::ConstantOp::create(
-            b, loc, b.getI64IntegerAttr(2 * ext.getIndex() + e));
-        Value value = call(loc, "mla_emu_scaled_fp4_to_f32", {f32},
-                           {bits, nibble, ext.getScale()});
-        if (resultType.getElementType() != f32)
-          value = arith::TruncFOp::create(b, loc, resultType.getElementType(),
-                                          value);
-        values.push_back(value);
-      }
-      op->getResult(0).replaceAllUsesWith(
-          vector::FromElementsOp::create(b, loc, resultType, values));
+    if (done == Outcome::Replaced)
       op->erase();
-      if (fromWord && fromWord->use_empty())
-        fromWord->erase();
-      continue;
-    } else if (auto mfma = dyn_cast<amdgpu::MFMAOp>(op)) {
-      auto aType = dyn_cast<VectorType>(mfma.getSourceA().getType());
-      bool isFp8 = mfma.getK() == 128 && aType &&
-                   isa<Float8E4M3FNType>(aType.getElementType());
-      bool isBf16 = mfma.getK() == 32 && aType &&
-                    aType.getElementType().isBF16() &&
-                    aType.getNumElements() == 8;
-      if (mfma.getM() != 16 || mfma.getN() != 16 || !(isFp8 || isBf16) ||
-          mfma.getSourceB().getType() != aType)
-        return op->emitOpError("emu: only amdgpu.mfma 16x16x128 on f8E4M3FN "
-                               "and 16x16x32 on bf16 are modelled");
-      auto bytes = VectorType::get({isFp8 ? 32 : 16}, b.getI8Type());
-      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-      vector::StoreOp::create(
-          b, loc, vector::BitCastOp::create(b, loc, bytes, mfma.getSourceA()),
-          aBuf, ValueRange{c0});
-      vector::StoreOp::create(
-          b, loc, vector::BitCastOp::create(b, loc, bytes, mfma.getSourceB()),
-          bBuf, ValueRange{c0});
-      auto f32x4 = VectorType::get({4}, f32);
-      auto i8x16 = VectorType::get({16}, b.getI8Type());
-      vector::StoreOp::create(
-          b, loc, vector::BitCastOp::create(b, loc, i8x16, mfma.getDestC()),
-          cBuf, ValueRange{c0});
-      call(loc, isFp8 ? "mla_emu_mfma_16x16x128_fp8" : "mla_emu_mfma_16x16x32_bf16",
-           {},
-           {ctx, address(loc, aBuf, {c0}), address(loc, bBuf, {c0}),
-            address(loc, cBuf, {c0}), address(loc, dBuf, {c0})});
-      Value d = vector::LoadOp::create(b, loc, i8x16, dBuf, ValueRange{c0});
-      op->getResult(0).replaceAllUsesWith(
-          vector::BitCastOp::create(b, loc, f32x4, d));
-    } else if (auto scaled = dyn_cast<amdgpu::ScaledMFMAOp>(op)) {
-      auto aType = dyn_cast<VectorType>(scaled.getSourceA().getType());
-      auto bType = dyn_cast<VectorType>(scaled.getSourceB().getType());
-      auto formatOf = [](VectorType t) -> int64_t {
-        if (t && t.getNumElements() == 32 &&
-            isa<Float8E4M3FNType>(t.getElementType()))
-          return 0; // emu::MatrixFormat::FP8
-        if (t && t.getNumElements() == 32 &&
-            isa<Float4E2M1FNType>(t.getElementType()))
-          return 4; // emu::MatrixFormat::FP4
-        return -1;
-      };
-      int64_t formatA = formatOf(aType), formatB = formatOf(bType);
-      if (scaled.getM() != 16 || scaled.getN() != 16 || scaled.getK() != 128 ||
-          formatA < 0 || formatB < 0 ||
-          !isa<Float8E8M0FNUType>(scaled.getScalesA().getType()) ||
-          !isa<Float8E8M0FNUType>(scaled.getScalesB().getType()))
-        return op->emitOpError("emu: only amdgpu.scaled_mfma 16x16x128 on "
-                               "fp8/fp4 operands with scalar scales is "
-                               "modelled");
-      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-      auto storeBytes = [&](Value v, VectorType t, Value buffer) {
-        auto bytes = VectorType::get({t.getNumElements() *
-                                          t.getElementTypeBitWidth() / 8},
-                                     b.getI8Type());
-        Value asBytes = vector::BitCastOp::create(b, loc, bytes, v);
-        if (bytes.getNumElements() < 32) { // fp4: the upper 16 bytes are unused
-          SmallVector<int64_t> twice;
-          for (int64_t e = 0; e < 32; ++e)
-            twice.push_back(e % 16);
-          asBytes = vector::ShuffleOp::create(b, loc, asBytes, asBytes, twice);
-        }
-        vector::StoreOp::create(b, loc, asBytes, buffer, ValueRange{c0});
-      };
-      storeBytes(scaled.getSourceA(), aType, aBuf);
-      storeBytes(scaled.getSourceB(), bType, bBuf);
-      auto f32x4 = VectorType::get({4}, f32);
-      auto i8x16 = VectorType::get({16}, b.getI8Type());
-      vector::StoreOp::create(
-          b, loc, vector::BitCastOp::create(b, loc, i8x16, scaled.getDestC()),
-          cBuf, ValueRange{c0});
-      auto scaleByte = [&](Value s) {
-        return arith::BitcastOp::create(b, loc, b.getI8Type(), s).getResult();
-      };
-      auto i64 = [&](int64_t v) {
-        return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v))
-            .getResult();
-      };
-      call(loc, "mla_emu_scaled_mfma_16x16x128", {},
-           {ctx, i64(formatA), i64(formatB), address(loc, aBuf, {c0}),
-            address(loc, bBuf, {c0}), scaleByte(scaled.getScalesA()),
-            scaleByte(scaled.getScalesB()), address(loc, cBuf, {c0}),
-            address(loc, dBuf, {c0})});
-      Value d = vector::LoadOp::create(b, loc, i8x16, dBuf, ValueRange{c0});
-      op->getResult(0).replaceAllUsesWith(
-          vector::BitCastOp::create(b, loc, f32x4, d));
-    } else if (auto trunc = dyn_cast<arith::TruncFOp>(op)) {
-      if (!isa<Float8E4M3FNType>(getElementTypeOrSelf(trunc.getType())))
-        continue;
-      // The hardware's f32 -> fp8 conversion, element by element.
-      Type fp8 = getElementTypeOrSelf(trunc.getType());
-      if (failed(replaceElementwise(op, [&](Value x) {
-            Value byte =
-                call(loc, "mla_emu_cvt_f32_to_fp8", {b.getI8Type()}, {x});
-            return arith::BitcastOp::create(b, loc, fp8, byte).getResult();
-          })))
-        return failure();
-    } else if (auto ext = dyn_cast<arith::ExtFOp>(op)) {
-      if (!isa<Float8E4M3FNType>(getElementTypeOrSelf(ext.getIn().getType())))
-        continue;
-      // The hardware's fp8 -> f32 conversion, element by element.
-      if (failed(replaceElementwise(op, [&](Value x) {
-            Value byte = arith::BitcastOp::create(b, loc, b.getI8Type(), x);
-            return call(loc, "mla_emu_cvt_fp8_to_f32", {f32}, {byte});
-          })))
-        return failure();
-    } else if (auto mma = dyn_cast<NVVM::MmaOp>(op)) {
-      // sm_90a: mma.sync m16n8k16 bf16 or f16 (4 + 2 i32 registers, 4 f32).
-      NVVM::MMAShapeAttr shape = mma.getShape();
-      auto type = mma.getMultiplicandAPtxType();
-      if (shape.getM() != 16 || shape.getN() != 8 || shape.getK() != 16 ||
-          (type != NVVM::MMATypes::bf16 && type != NVVM::MMATypes::f16) ||
-          mma.getMultiplicandBPtxType() != type ||
-          mma.getOperandA().size() != 4 || mma.getOperandB().size() != 2 ||
-          mma.getOperandC().size() != 4)
-        return op->emitOpError("emu: only bf16 and f16 mma.sync m16n8k16 are modelled");
-      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-      auto store = [&](ValueRange operands, Value buffer) {
-        // f16 pairs (vector<2xf16>) travel as the i32 registers they are.
-        SmallVector<Value> regs;
-        for (Value r : operands) {
-          if (isa<VectorType>(r.getType()))
-            r = vector::ExtractOp::create(
-                b, loc,
-                vector::BitCastOp::create(
-                    b, loc, VectorType::get({1}, b.getI32Type()), r),
-                ArrayRef<int64_t>{0});
-          regs.push_back(r);
-        }
-        auto vt = VectorType::get({int64_t(regs.size())}, regs[0].getType());
-        Value v = vector::FromElementsOp::create(b, loc, vt, regs);
-        auto bytes = VectorType::get({4 * int64_t(regs.size())}, b.getI8Type());
-        vector::StoreOp::create(b, loc,
-                                vector::BitCastOp::create(b, loc, bytes, v),
-                                buffer, ValueRange{c0});
-      };
-      store(mma.getOperandA(), aBuf);
-      store(mma.getOperandB(), bBuf);
-      store(mma.getOperandC(), cBuf);
-      call(loc, "mla_emu_mma_sync_16x8x16", {},
-           {ctx, address(loc, aBuf, {c0}), address(loc, bBuf, {c0}),
-            address(loc, cBuf, {c0}), address(loc, dBuf, {c0}),
-            arith::ConstantOp::create(
-                b, loc, b.getI64IntegerAttr(type == NVVM::MMATypes::f16))});
-      auto i8x16 = VectorType::get({16}, b.getI8Type());
-      Value d = vector::BitCastOp::create(
-          b, loc, VectorType::get({4}, f32),
-          vector::LoadOp::create(b, loc, i8x16, dBuf, ValueRange{c0}));
-      Value result = LLVM::UndefOp::create(b, loc, mma.getType());
-      for (int64_t i = 0; i < 4; ++i)
-        result = LLVM::InsertValueOp::create(
-            b, loc, result,
-            vector::ExtractOp::create(b, loc, d, ArrayRef<int64_t>{i}), i);
-      op->getResult(0).replaceAllUsesWith(result);
-    } else if (auto wgmma = dyn_cast<NVVM::WgmmaMmaAsyncOp>(op)) {
-      // sm_90a wgmma m64nNk16 bf16 x bf16 -> f32 from shared-memory
-      // descriptors: each lane computes its own accumulators when it
-      // issues it (the emu's wgmma completes at once; the fences and the
-      // group's commit and wait are no-ops).
-      NVVM::MMAShapeAttr shape = wgmma.getShape();
-      if (wgmma.getTypeA() != NVVM::WGMMATypes::bf16 ||
-          wgmma.getTypeB() != NVVM::WGMMATypes::bf16 ||
-          wgmma.getTypeD() != NVVM::WGMMATypes::f32 || shape.getM() != 64 ||
-          shape.getK() != 16 || shape.getN() % 8 != 0 || shape.getN() > 64 ||
-          wgmma.getScaleA() != NVVM::WGMMAScaleIn::one ||
-          wgmma.getScaleB() != NVVM::WGMMAScaleIn::one ||
-          wgmma.getLayoutB() != NVVM::MMALayout::col)
-        return op->emitOpError("emu: only wgmma m64nNk16 bf16 x bf16 -> f32 "
-                               "(N <= 64, unscaled, B K-major) is modelled");
-      Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-      int64_t count = shape.getN() / 2;
-      SmallVector<Value> in;
-      for (int64_t i = 0; i < count; ++i)
-        in.push_back(
-            LLVM::ExtractValueOp::create(b, loc, wgmma.getInouts(), i));
-      auto f32xN = VectorType::get({count}, f32);
-      auto bytes = VectorType::get({4 * count}, b.getI8Type());
-      vector::StoreOp::create(
-          b, loc,
-          vector::BitCastOp::create(
-              b, loc, bytes, vector::FromElementsOp::create(b, loc, f32xN, in)),
-          wgmmaC, ValueRange{c0});
-      auto i64 = [&](int64_t v) {
-        return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v))
-            .getResult();
-      };
-      call(loc, "mla_emu_wgmma_bf16", {},
-           {ctx, wgmma.getDescriptorA(), wgmma.getDescriptorB(),
-            i64(shape.getN()),
-            i64(wgmma.getLayoutA() == NVVM::MMALayout::col),
-            i64(wgmma.getScaleD() == NVVM::WGMMAScaleOut::one),
-            address(loc, wgmmaC, {c0}), address(loc, wgmmaD, {c0})});
-      Value d = vector::BitCastOp::create(
-          b, loc, f32xN,
-          vector::LoadOp::create(b, loc, bytes, wgmmaD, ValueRange{c0}));
-      Value result = LLVM::UndefOp::create(b, loc, wgmma.getType());
-      for (int64_t i = 0; i < count; ++i)
-        result = LLVM::InsertValueOp::create(
-            b, loc, result,
-            vector::ExtractOp::create(b, loc, d, ArrayRef<int64_t>{i}), i);
-      op->getResult(0).replaceAllUsesWith(result);
-    } else if (isa<NVVM::WgmmaFenceAlignedOp, NVVM::WgmmaGroupSyncAlignedOp,
-                   NVVM::WgmmaWaitGroupSyncOp, NVVM::FenceProxyOp>(op)) {
-      // Orderings the emu's immediate wgmma already has.
-    } else if (auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op)) {
-      // sm_90a cp.async: the bytes land in shared memory at the wait that
-      // retires their group (the emu checks that wait).
-      if (copy.getSrcElements())
-        return op->emitOpError("emu: cp.async with a source size is not "
-                               "modelled");
-      auto dstType = cast<MemRefType>(copy.getDst().getType());
-      int64_t bytes = copy.getDstElements().getZExtValue() *
-                      dstType.getElementTypeBitWidth() / 8;
-      call(loc, "mla_emu_async_copy", {},
-           {ctx, address(loc, copy.getSrc(), copy.getSrcIndices()),
-            address(loc, copy.getDst(), copy.getDstIndices()),
-            arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes))});
-      if (!copy.getAsyncToken().use_empty())
-        return op->emitOpError("emu: cp.async tokens are not modelled (the "
-                               "kernels group copies by nvvm.cp.async ops)");
-    } else if (isa<NVVM::CpAsyncCommitGroupOp>(op)) {
-      call(loc, "mla_emu_async_commit", {}, {ctx});
-    } else if (auto wait = dyn_cast<NVVM::CpAsyncWaitGroupOp>(op)) {
-      call(loc, "mla_emu_async_wait", {},
-           {ctx, arith::ConstantOp::create(b, loc,
-                                           b.getI64IntegerAttr(wait.getN()))});
-    } else if (auto init = dyn_cast<NVVM::MBarrierInitOp>(op)) {
-      // sm_90a mbarriers (the bulk copies' completion): state the runtime
-      // keeps per barrier address; a wait yields until its phase completes.
-      if (init.getPredicate())
-        return op->emitOpError("emu: a predicated mbarrier.init is not "
-                               "modelled");
-      call(loc, "mla_emu_mbarrier_init", {},
-           {ctx, pointerAddress(loc, init.getAddr()),
-            arith::ExtUIOp::create(b, loc, i64Type, init.getCount())});
-    } else if (auto inval = dyn_cast<NVVM::MBarrierInvalOp>(op)) {
-      call(loc, "mla_emu_mbarrier_inval", {},
-           {ctx, pointerAddress(loc, inval.getAddr())});
-    } else if (auto arrive = dyn_cast<NVVM::MBarrierArriveExpectTxOp>(op)) {
-      if (arrive.getPredicate() || arrive.getRes() ||
-          arrive.getScope() != NVVM::MemScopeKind::CTA)
-        return op->emitOpError("emu: only mbarrier.arrive.expect_tx of the "
-                               "CTA without a predicate or state is "
-                               "modelled");
-      call(loc, "mla_emu_mbarrier_arrive_expect_tx", {},
-           {ctx, pointerAddress(loc, arrive.getAddr()),
-            arith::ExtUIOp::create(b, loc, i64Type, arrive.getTxcount())});
-    } else if (auto wait = dyn_cast<NVVM::MBarrierTryWaitParityOp>(op)) {
-      call(loc, "mla_emu_mbarrier_wait_parity", {},
-           {ctx, pointerAddress(loc, wait.getAddr()),
-            arith::ExtUIOp::create(b, loc, i64Type, wait.getPhase())});
-    } else if (isa<NVVM::FenceMbarrierInitOp>(op)) {
-      // The emu's mbarrier.init is visible to every lane at once.
-    } else if (auto bulk =
-                   dyn_cast<NVVM::CpAsyncBulkGlobalToSharedClusterOp>(op)) {
-      // sm_90a cp.async.bulk: the source is read now, the bytes land in
-      // shared memory when the mbarrier's phase completes (an L2 cache
-      // hint changes no value).
-      if (bulk.getMulticastMask())
-        return op->emitOpError("emu: cp.async.bulk with a multicast mask is "
-                               "not modelled");
-      call(loc, "mla_emu_bulk_copy", {},
-           {ctx, pointerAddress(loc, bulk.getSrcMem()),
-            pointerAddress(loc, bulk.getDstMem()),
-            arith::ExtUIOp::create(b, loc, i64Type, bulk.getSize()),
-            pointerAddress(loc, bulk.getMbar())});
-    } else if (auto intToPtr = dyn_cast<LLVM::IntToPtrOp>(op)) {
-      // Pointers the NVVM ops take; erased once those are.
-      pointerCasts.push_back(intToPtr);
-      continue;
-    } else if (auto prmt = dyn_cast<NVVM::PermuteOp>(op)) {
-      // sm_90a prmt, index mode: result byte i is byte selector.nibble(i)
-      // & 7 of {hi, lo}, or that byte's sign bit replicated if the
-      // nibble's bit 3 is set.
-      if (prmt.getMode() != NVVM::PermuteMode::DEFAULT || !prmt.getHi())
-        return op->emitOpError("emu: only prmt's index mode is modelled");
-      op->getResult(0).replaceAllUsesWith(
-          call(loc, "mla_emu_prmt", {b.getI32Type()},
-               {prmt.getLo(), prmt.getHi(), prmt.getSelector()}));
-    } else if (auto cvt = dyn_cast<NVVM::ConvertF8x2ToF16x2Op>(op)) {
-      // sm_90a: cvt.rn.f16x2.e4m3x2, exact: each code as the emu's fp8.
-      if (!isa<Float8E4M3FNType>(cvt.getSrcType()) || cvt.getRelu())
-        return op->emitOpError("emu: only e4m3 pairs without relu are "
-                               "modelled");
-      SmallVector<Value> halves;
-      for (int64_t e = 0; e < 2; ++e) {
-        Value code =
-            vector::ExtractOp::create(b, loc, cvt.getSrc(), ArrayRef<int64_t>{e});
-        Value x = call(loc, "mla_emu_cvt_fp8_to_f32", {f32}, {code});
-        halves.push_back(arith::TruncFOp::create(b, loc, b.getF16Type(), x));
-      }
-      op->getResult(0).replaceAllUsesWith(vector::FromElementsOp::create(
-          b, loc, cast<VectorType>(cvt.getType()), halves));
-    } else if (auto intr = dyn_cast<LLVM::CallIntrinsicOp>(op)) {
-      StringRef name = intr.getIntrin();
-      Value x = intr.getArgs()[0];
-      Value y;
-      if (name == "llvm.amdgcn.exp2")
-        y = math::Exp2Op::create(b, loc, x);
-      else if (name == "llvm.amdgcn.log")
-        y = math::Log2Op::create(b, loc, x);
-      else
-        return op->emitOpError("emu: intrinsic ") << name << " is not modelled";
-      op->getResult(0).replaceAllUsesWith(y);
-    } else if (isa<gpu::GPUDialect, amdgpu::AMDGPUDialect>(op->getDialect()) &&
-               !isa<gpu::ReturnOp>(op)) {
-      return op->emitOpError("is not modelled by the emu backend");
-    } else {
-      continue;
-    }
-    op->erase();
   }
+  return eraseLeftovers();
+}
+
+LogicalResult LaneFunctionBuilder::lowerOp(Operation *op, Outcome &done) {
+  using Lowering =
+      LogicalResult (LaneFunctionBuilder::*)(Operation *, Outcome &);
+  for (Lowering lower :
+       {&LaneFunctionBuilder::lowerWaveOp, &LaneFunctionBuilder::lowerLdsLoadOp,
+        &LaneFunctionBuilder::lowerMfmaOp,
+        &LaneFunctionBuilder::lowerTensorCoreOp,
+        &LaneFunctionBuilder::lowerConversionOp,
+        &LaneFunctionBuilder::lowerAsyncCopyOp}) {
+    if (failed((this->*lower)(op, done)))
+      return failure();
+    if (done != Outcome::NotHandled)
+      return success();
+  }
+  if (isa<gpu::GPUDialect, amdgpu::AMDGPUDialect>(op->getDialect()) &&
+      !isa<gpu::ReturnOp>(op))
+    return op->emitOpError("is not modelled by the emu backend");
+  done = Outcome::Kept;
+  return success();
+}
+
+/// Lane and wave operations: ids, barriers, counters, shuffles, DPP.
+LogicalResult LaneFunctionBuilder::lowerWaveOp(Operation *op, Outcome &done) {
+  Location loc = op->getLoc();
+  Type i64Type = b.getI64Type();
+  Type f32 = b.getF32Type();
+  done = Outcome::Replaced;
+  if (auto tid = dyn_cast<gpu::ThreadIdOp>(op)) {
+    if (tid.getDimension() != gpu::Dimension::x)
+      return op->emitOpError("emu: only x thread ids are modelled");
+    op->getResult(0).replaceAllUsesWith(
+        index(loc, call(loc, "mla_emu_thread_id", {i64Type}, {ctx})));
+    return success();
+  }
+  if (auto bid = dyn_cast<gpu::BlockIdOp>(op)) {
+    Value dim = arith::ConstantOp::create(
+        b, loc, b.getI64IntegerAttr(static_cast<int64_t>(bid.getDimension())));
+    op->getResult(0).replaceAllUsesWith(
+        index(loc, call(loc, "mla_emu_block_id", {i64Type}, {ctx, dim})));
+    return success();
+  }
+  if (isa<gpu::BarrierOp, amdgpu::LDSBarrierOp>(op)) {
+    call(loc, "mla_emu_barrier", {}, {ctx});
+    return success();
+  }
+  if (auto wait = dyn_cast<amdgpu::MemoryCounterWaitOp>(op)) {
+    // The load counter (vmcnt) retires LDS DMAs; the emu's other memory
+    // operations complete at once, so the other counters have nothing to
+    // wait for.
+    if (std::optional<int32_t> loads = wait.getLoad())
+      call(loc, "mla_emu_wait_loads", {},
+           {ctx,
+            arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(*loads))});
+    return success();
+  }
+  if (isa<amdgpu::SchedBarrierOp>(op)) {
+    // There is no instruction scheduler to constrain.
+    return success();
+  }
+  if (isa<LLVM::FenceOp>(op)) {
+    // A lane's memory operations complete in program order, and lanes
+    // switch only at the synchronizing operations: memory is already
+    // ordered as a fence orders it.
+    return success();
+  }
+  if (isa<NVVM::GriddepcontrolOp>(op)) {
+    // sm_90a's programmatic launch: the emu runs a launch's kernels one
+    // after the other, each to its end.
+    return success();
+  }
+  if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op)) {
+    if (shuffle.getMode() != gpu::ShuffleMode::XOR ||
+        !shuffle.getValue().getType().isF32())
+      return op->emitOpError("emu: only f32 xor shuffles are modelled");
+    Value v = call(loc, "mla_emu_shuffle_xor", {f32},
+                   {ctx, shuffle.getValue(), shuffle.getOffset()});
+    shuffle.getShuffleResult().replaceAllUsesWith(v);
+    shuffle.getValid().replaceAllUsesWith(
+        arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+    return success();
+  }
+  if (auto first = dyn_cast<ROCDL::ReadfirstlaneOp>(op)) {
+    if (!first.getType().isInteger(32))
+      return op->emitOpError("emu: only i32 readfirstlane is modelled");
+    Value v = call(loc, "mla_emu_readfirstlane", {first.getType()},
+                   {ctx, first.getSrc()});
+    first.getRes().replaceAllUsesWith(v);
+    return success();
+  }
+  if (auto dpp = dyn_cast<ROCDL::DPPUpdateOp>(op)) {
+    // Only what the kernels use: a row broadcast (row_newbcast) of an
+    // f32 with full masks, which leaves no lane's old value.
+    int32_t ctrl = dpp.getDppCtrl();
+    if (ctrl < 0x150 || ctrl > 0x15f || dpp.getRowMask() != 0xf ||
+        dpp.getBankMask() != 0xf || !dpp.getType().isF32())
+      return op->emitOpError(
+          "emu: only f32 row_newbcast DPP with full masks is modelled");
+    Value &row = rowValues[{dpp.getSrc(), op->getBlock()}];
+    if (!row) {
+      row = scratch(16 * 4);
+      call(loc, "mla_emu_row_values", {},
+           {ctx, dpp.getSrc(),
+            address(loc, row, {arith::ConstantIndexOp::create(b, loc, 0)})});
+    }
+    Value bytes = vector::LoadOp::create(
+        b, loc, VectorType::get({4}, b.getI8Type()), row,
+        ValueRange{arith::ConstantIndexOp::create(b, loc, 4 * (ctrl - 0x150))});
+    Value v = vector::ExtractOp::create(
+        b, loc,
+        vector::BitCastOp::create(b, loc, VectorType::get({1}, f32), bytes),
+        ArrayRef<int64_t>{0});
+    dpp.getRes().replaceAllUsesWith(v);
+    return success();
+  }
+  done = Outcome::NotHandled;
+  return success();
+}
+
+/// Wave loads into and out of workgroup memory: the DMA, transposed loads,
+/// ldmatrix.
+LogicalResult LaneFunctionBuilder::lowerLdsLoadOp(Operation *op,
+                                                  Outcome &done) {
+  Location loc = op->getLoc();
+  done = Outcome::Replaced;
+  if (isa<amdgpu::FatRawBufferCastOp>(op)) {
+    // Read through by the DMAs (gatherSource); erased after them.
+    buffers.push_back(op);
+    return keep(done);
+  }
+  if (auto gather = dyn_cast<amdgpu::GatherToLDSOp>(op)) {
+    Type transfer = gather.getTransferType();
+    int64_t bytes = 0;
+    if (auto vt = dyn_cast<VectorType>(transfer))
+      bytes = vt.getNumElements() * vt.getElementTypeBitWidth() / 8;
+    else
+      bytes = transfer.getIntOrFloatBitWidth() / 8;
+    Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes));
+    Value src, readable;
+    if (failed(gatherSource(gather, size, src, readable)))
+      return failure();
+    Value dst = address(loc, gather.getDst(), gather.getDstIndices());
+    call(loc, "mla_emu_gather_to_lds", {}, {ctx, src, dst, size, readable});
+    return success();
+  }
+  if (auto tr = dyn_cast<amdgpu::TransposeLoadOp>(op)) {
+    auto vt = cast<VectorType>(tr.getType());
+    int64_t bits = vt.getElementTypeBitWidth();
+    if ((bits != 4 && bits != 8 && bits != 16) ||
+        vt.getNumElements() * bits != 64)
+      return op->emitOpError("emu: only 64-bit transpose loads of 4-, 8- "
+                             "or 16-bit elements (ds_read_b64_tr_b4/_b8/"
+                             "_b16) are modelled");
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    call(loc, "mla_emu_transpose_load", {},
+         {ctx, address(loc, tr.getSrc(), tr.getSrcIndices()),
+          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bits)),
+          address(loc, trBuf, {c0})});
+    Value bytes = vector::LoadOp::create(
+        b, loc, VectorType::get({8}, b.getI8Type()), trBuf, ValueRange{c0});
+    op->getResult(0).replaceAllUsesWith(
+        vector::BitCastOp::create(b, loc, vt, bytes));
+    return success();
+  }
+  if (auto ldm = dyn_cast<nvgpu::LdMatrixOp>(op)) {
+    // sm_90a ldmatrix: 1, 2 or 4 8 x 8 matrices of 16-bit elements (a
+    // lane's 4 bytes of each), or of the same bytes as 8-bit elements,
+    // untransposed.
+    auto vt = cast<VectorType>(ldm.getType());
+    int64_t bits = vt.getElementTypeBitWidth();
+    if (vt.getRank() != 2 || bits * vt.getDimSize(1) != 32 ||
+        (bits != 16 && (bits != 8 || ldm.getTranspose())))
+      return op->emitOpError("emu: only ldmatrix of 16-bit 8 x 8 matrices "
+                             "(or their bytes, untransposed) is modelled");
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    call(loc, "mla_emu_ldmatrix", {},
+         {ctx, address(loc, ldm.getSrcMemref(), ldm.getIndices()),
+          arith::ConstantOp::create(b, loc,
+                                    b.getI64IntegerAttr(ldm.getNumTiles())),
+          arith::ConstantOp::create(b, loc,
+                                    b.getI64IntegerAttr(ldm.getTranspose())),
+          address(loc, cBuf, {c0})});
+    Value bytes = vector::LoadOp::create(
+        b, loc, VectorType::get({4 * vt.getDimSize(0)}, b.getI8Type()), cBuf,
+        ValueRange{c0});
+    op->getResult(0).replaceAllUsesWith(vector::ShapeCastOp::create(
+        b, loc, vt,
+        vector::BitCastOp::create(
+            b, loc, VectorType::get({vt.getNumElements()}, vt.getElementType()),
+            bytes)));
+    return success();
+  }
+  done = Outcome::NotHandled;
+  return success();
+}
+
+/// gfx950's matrix instructions.
+LogicalResult LaneFunctionBuilder::lowerMfmaOp(Operation *op, Outcome &done) {
+  Location loc = op->getLoc();
+  Type f32 = b.getF32Type();
+  done = Outcome::Replaced;
+  if (auto mfma = dyn_cast<amdgpu::MFMAOp>(op)) {
+    auto aType = dyn_cast<VectorType>(mfma.getSourceA().getType());
+    bool isFp8 = mfma.getK() == 128 && aType &&
+                 isa<Float8E4M3FNType>(aType.getElementType());
+    bool isBf16 = mfma.getK() == 32 && aType &&
+                  aType.getElementType().isBF16() &&
+                  aType.getNumElements() == 8;
+    if (mfma.getM() != 16 || mfma.getN() != 16 || !(isFp8 || isBf16) ||
+        mfma.getSourceB().getType() != aType)
+      return op->emitOpError("emu: only amdgpu.mfma 16x16x128 on f8E4M3FN "
+                             "and 16x16x32 on bf16 are modelled");
+    auto bytes = VectorType::get({isFp8 ? 32 : 16}, b.getI8Type());
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    vector::StoreOp::create(
+        b, loc, vector::BitCastOp::create(b, loc, bytes, mfma.getSourceA()),
+        aBuf, ValueRange{c0});
+    vector::StoreOp::create(
+        b, loc, vector::BitCastOp::create(b, loc, bytes, mfma.getSourceB()),
+        bBuf, ValueRange{c0});
+    auto f32x4 = VectorType::get({4}, f32);
+    auto i8x16 = VectorType::get({16}, b.getI8Type());
+    vector::StoreOp::create(
+        b, loc, vector::BitCastOp::create(b, loc, i8x16, mfma.getDestC()), cBuf,
+        ValueRange{c0});
+    call(loc,
+         isFp8 ? "mla_emu_mfma_16x16x128_fp8" : "mla_emu_mfma_16x16x32_bf16",
+         {},
+         {ctx, address(loc, aBuf, {c0}), address(loc, bBuf, {c0}),
+          address(loc, cBuf, {c0}), address(loc, dBuf, {c0})});
+    Value d = vector::LoadOp::create(b, loc, i8x16, dBuf, ValueRange{c0});
+    op->getResult(0).replaceAllUsesWith(
+        vector::BitCastOp::create(b, loc, f32x4, d));
+    return success();
+  }
+  if (auto scaled = dyn_cast<amdgpu::ScaledMFMAOp>(op)) {
+    auto aType = dyn_cast<VectorType>(scaled.getSourceA().getType());
+    auto bType = dyn_cast<VectorType>(scaled.getSourceB().getType());
+    auto formatOf = [](VectorType t) -> int64_t {
+      if (t && t.getNumElements() == 32 &&
+          isa<Float8E4M3FNType>(t.getElementType()))
+        return 0; // emu::MatrixFormat::FP8
+      if (t && t.getNumElements() == 32 &&
+          isa<Float4E2M1FNType>(t.getElementType()))
+        return 4; // emu::MatrixFormat::FP4
+      return -1;
+    };
+    int64_t formatA = formatOf(aType), formatB = formatOf(bType);
+    if (scaled.getM() != 16 || scaled.getN() != 16 || scaled.getK() != 128 ||
+        formatA < 0 || formatB < 0 ||
+        !isa<Float8E8M0FNUType>(scaled.getScalesA().getType()) ||
+        !isa<Float8E8M0FNUType>(scaled.getScalesB().getType()))
+      return op->emitOpError("emu: only amdgpu.scaled_mfma 16x16x128 on "
+                             "fp8/fp4 operands with scalar scales is "
+                             "modelled");
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    auto storeBytes = [&](Value v, VectorType t, Value buffer) {
+      auto bytes = VectorType::get(
+          {t.getNumElements() * t.getElementTypeBitWidth() / 8}, b.getI8Type());
+      Value asBytes = vector::BitCastOp::create(b, loc, bytes, v);
+      if (bytes.getNumElements() < 32) { // fp4: the upper 16 bytes are unused
+        SmallVector<int64_t> twice;
+        for (int64_t e = 0; e < 32; ++e)
+          twice.push_back(e % 16);
+        asBytes = vector::ShuffleOp::create(b, loc, asBytes, asBytes, twice);
+      }
+      vector::StoreOp::create(b, loc, asBytes, buffer, ValueRange{c0});
+    };
+    storeBytes(scaled.getSourceA(), aType, aBuf);
+    storeBytes(scaled.getSourceB(), bType, bBuf);
+    auto f32x4 = VectorType::get({4}, f32);
+    auto i8x16 = VectorType::get({16}, b.getI8Type());
+    vector::StoreOp::create(
+        b, loc, vector::BitCastOp::create(b, loc, i8x16, scaled.getDestC()),
+        cBuf, ValueRange{c0});
+    auto scaleByte = [&](Value s) {
+      return arith::BitcastOp::create(b, loc, b.getI8Type(), s).getResult();
+    };
+    auto i64 = [&](int64_t v) {
+      return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v))
+          .getResult();
+    };
+    call(loc, "mla_emu_scaled_mfma_16x16x128", {},
+         {ctx, i64(formatA), i64(formatB), address(loc, aBuf, {c0}),
+          address(loc, bBuf, {c0}), scaleByte(scaled.getScalesA()),
+          scaleByte(scaled.getScalesB()), address(loc, cBuf, {c0}),
+          address(loc, dBuf, {c0})});
+    Value d = vector::LoadOp::create(b, loc, i8x16, dBuf, ValueRange{c0});
+    op->getResult(0).replaceAllUsesWith(
+        vector::BitCastOp::create(b, loc, f32x4, d));
+    return success();
+  }
+  done = Outcome::NotHandled;
+  return success();
+}
+
+/// sm_90a's tensor-core instructions.
+LogicalResult LaneFunctionBuilder::lowerTensorCoreOp(Operation *op,
+                                                     Outcome &done) {
+  Location loc = op->getLoc();
+  Type f32 = b.getF32Type();
+  done = Outcome::Replaced;
+  if (auto mma = dyn_cast<NVVM::MmaOp>(op)) {
+    // sm_90a: mma.sync m16n8k16 bf16 or f16 (4 + 2 i32 registers, 4 f32).
+    NVVM::MMAShapeAttr shape = mma.getShape();
+    auto type = mma.getMultiplicandAPtxType();
+    if (shape.getM() != 16 || shape.getN() != 8 || shape.getK() != 16 ||
+        (type != NVVM::MMATypes::bf16 && type != NVVM::MMATypes::f16) ||
+        mma.getMultiplicandBPtxType() != type ||
+        mma.getOperandA().size() != 4 || mma.getOperandB().size() != 2 ||
+        mma.getOperandC().size() != 4)
+      return op->emitOpError(
+          "emu: only bf16 and f16 mma.sync m16n8k16 are modelled");
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    auto store = [&](ValueRange operands, Value buffer) {
+      // f16 pairs (vector<2xf16>) travel as the i32 registers they are.
+      SmallVector<Value> regs;
+      for (Value r : operands) {
+        if (isa<VectorType>(r.getType()))
+          r = vector::ExtractOp::create(
+              b, loc,
+              vector::BitCastOp::create(
+                  b, loc, VectorType::get({1}, b.getI32Type()), r),
+              ArrayRef<int64_t>{0});
+        regs.push_back(r);
+      }
+      auto vt = VectorType::get({int64_t(regs.size())}, regs[0].getType());
+      Value v = vector::FromElementsOp::create(b, loc, vt, regs);
+      auto bytes = VectorType::get({4 * int64_t(regs.size())}, b.getI8Type());
+      vector::StoreOp::create(b, loc,
+                              vector::BitCastOp::create(b, loc, bytes, v),
+                              buffer, ValueRange{c0});
+    };
+    store(mma.getOperandA(), aBuf);
+    store(mma.getOperandB(), bBuf);
+    store(mma.getOperandC(), cBuf);
+    call(loc, "mla_emu_mma_sync_16x8x16", {},
+         {ctx, address(loc, aBuf, {c0}), address(loc, bBuf, {c0}),
+          address(loc, cBuf, {c0}), address(loc, dBuf, {c0}),
+          arith::ConstantOp::create(
+              b, loc, b.getI64IntegerAttr(type == NVVM::MMATypes::f16))});
+    auto i8x16 = VectorType::get({16}, b.getI8Type());
+    Value d = vector::BitCastOp::create(
+        b, loc, VectorType::get({4}, f32),
+        vector::LoadOp::create(b, loc, i8x16, dBuf, ValueRange{c0}));
+    Value result = LLVM::UndefOp::create(b, loc, mma.getType());
+    for (int64_t i = 0; i < 4; ++i)
+      result = LLVM::InsertValueOp::create(
+          b, loc, result,
+          vector::ExtractOp::create(b, loc, d, ArrayRef<int64_t>{i}), i);
+    op->getResult(0).replaceAllUsesWith(result);
+    return success();
+  }
+  if (auto wgmma = dyn_cast<NVVM::WgmmaMmaAsyncOp>(op)) {
+    // sm_90a wgmma m64nNk16 bf16 x bf16 -> f32 from shared-memory
+    // descriptors: each lane computes its own accumulators when it
+    // issues it (the emu's wgmma completes at once; the fences and the
+    // group's commit and wait are no-ops).
+    NVVM::MMAShapeAttr shape = wgmma.getShape();
+    if (wgmma.getTypeA() != NVVM::WGMMATypes::bf16 ||
+        wgmma.getTypeB() != NVVM::WGMMATypes::bf16 ||
+        wgmma.getTypeD() != NVVM::WGMMATypes::f32 || shape.getM() != 64 ||
+        shape.getK() != 16 || shape.getN() % 8 != 0 || shape.getN() > 64 ||
+        wgmma.getScaleA() != NVVM::WGMMAScaleIn::one ||
+        wgmma.getScaleB() != NVVM::WGMMAScaleIn::one ||
+        wgmma.getLayoutB() != NVVM::MMALayout::col)
+      return op->emitOpError("emu: only wgmma m64nNk16 bf16 x bf16 -> f32 "
+                             "(N <= 64, unscaled, B K-major) is modelled");
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    int64_t count = shape.getN() / 2;
+    SmallVector<Value> in;
+    for (int64_t i = 0; i < count; ++i)
+      in.push_back(LLVM::ExtractValueOp::create(b, loc, wgmma.getInouts(), i));
+    auto f32xN = VectorType::get({count}, f32);
+    auto bytes = VectorType::get({4 * count}, b.getI8Type());
+    vector::StoreOp::create(
+        b, loc,
+        vector::BitCastOp::create(
+            b, loc, bytes, vector::FromElementsOp::create(b, loc, f32xN, in)),
+        wgmmaC, ValueRange{c0});
+    auto i64 = [&](int64_t v) {
+      return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v))
+          .getResult();
+    };
+    call(loc, "mla_emu_wgmma_bf16", {},
+         {ctx, wgmma.getDescriptorA(), wgmma.getDescriptorB(),
+          i64(shape.getN()), i64(wgmma.getLayoutA() == NVVM::MMALayout::col),
+          i64(wgmma.getScaleD() == NVVM::WGMMAScaleOut::one),
+          address(loc, wgmmaC, {c0}), address(loc, wgmmaD, {c0})});
+    Value d = vector::BitCastOp::create(
+        b, loc, f32xN,
+        vector::LoadOp::create(b, loc, bytes, wgmmaD, ValueRange{c0}));
+    Value result = LLVM::UndefOp::create(b, loc, wgmma.getType());
+    for (int64_t i = 0; i < count; ++i)
+      result = LLVM::InsertValueOp::create(
+          b, loc, result,
+          vector::ExtractOp::create(b, loc, d, ArrayRef<int64_t>{i}), i);
+    op->getResult(0).replaceAllUsesWith(result);
+    return success();
+  }
+  if (isa<NVVM::WgmmaFenceAlignedOp, NVVM::WgmmaGroupSyncAlignedOp,
+          NVVM::WgmmaWaitGroupSyncOp, NVVM::FenceProxyOp>(op)) {
+    // Orderings the emu's immediate wgmma already has.
+    return success();
+  }
+  done = Outcome::NotHandled;
+  return success();
+}
+
+/// The chips' conversions, byte permutes and intrinsics.
+LogicalResult LaneFunctionBuilder::lowerConversionOp(Operation *op,
+                                                     Outcome &done) {
+  Location loc = op->getLoc();
+  Type f32 = b.getF32Type();
+  done = Outcome::Replaced;
+  if (auto ext = dyn_cast<amdgpu::ScaledExtPackedOp>(op)) {
+    // Two E2M1 values of byte `index` of a 32-bit word, times the f32
+    // scale, as the chip's v_cvt_scalef32_pk_*_fp4 computes them.
+    auto srcType = dyn_cast<VectorType>(ext.getSource().getType());
+    if (!srcType || srcType.getNumElements() != 8 ||
+        !isa<Float4E2M1FNType>(srcType.getElementType()))
+      return op->emitOpError("emu: only amdgpu.scaled_ext_packed of "
+                             "vector<8xf4E2M1FN> is modelled");
+    auto i32x1 = VectorType::get({1}, b.getI32Type());
+    auto fromWord = ext.getSource().getDefiningOp<vector::BitCastOp>();
+    Value word = fromWord && fromWord.getSource().getType() == i32x1
+                     ? fromWord.getSource()
+                     : vector::BitCastOp::create(b, loc, i32x1, ext.getSource())
+                           .getResult();
+    Value bits = vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
+    auto resultType = cast<VectorType>(ext.getType());
+    SmallVector<Value> values;
+    for (int64_t e = 0; e < 2; ++e) {
+      Value nibble = arith::ConstantOp::create(
+          b, loc, b.getI64IntegerAttr(2 * ext.getIndex() + e));
+      Value value = call(loc, "mla_emu_scaled_fp4_to_f32", {f32},
+                         {bits, nibble, ext.getScale()});
+      if (resultType.getElementType() != f32)
+        value =
+            arith::TruncFOp::create(b, loc, resultType.getElementType(), value);
+      values.push_back(value);
+    }
+    op->getResult(0).replaceAllUsesWith(
+        vector::FromElementsOp::create(b, loc, resultType, values));
+    op->erase();
+    if (fromWord && fromWord->use_empty())
+      fromWord->erase();
+    return keep(done);
+  }
+  if (auto trunc = dyn_cast<arith::TruncFOp>(op)) {
+    if (!isa<Float8E4M3FNType>(getElementTypeOrSelf(trunc.getType())))
+      return keep(done);
+    // The hardware's f32 -> fp8 conversion, element by element.
+    Type fp8 = getElementTypeOrSelf(trunc.getType());
+    if (failed(replaceElementwise(op, [&](Value x) {
+          Value byte =
+              call(loc, "mla_emu_cvt_f32_to_fp8", {b.getI8Type()}, {x});
+          return arith::BitcastOp::create(b, loc, fp8, byte).getResult();
+        })))
+      return failure();
+    return success();
+  }
+  if (auto ext = dyn_cast<arith::ExtFOp>(op)) {
+    if (!isa<Float8E4M3FNType>(getElementTypeOrSelf(ext.getIn().getType())))
+      return keep(done);
+    // The hardware's fp8 -> f32 conversion, element by element.
+    if (failed(replaceElementwise(op, [&](Value x) {
+          Value byte = arith::BitcastOp::create(b, loc, b.getI8Type(), x);
+          return call(loc, "mla_emu_cvt_fp8_to_f32", {f32}, {byte});
+        })))
+      return failure();
+    return success();
+  }
+  if (auto prmt = dyn_cast<NVVM::PermuteOp>(op)) {
+    // sm_90a prmt, index mode: result byte i is byte selector.nibble(i)
+    // & 7 of {hi, lo}, or that byte's sign bit replicated if the
+    // nibble's bit 3 is set.
+    if (prmt.getMode() != NVVM::PermuteMode::DEFAULT || !prmt.getHi())
+      return op->emitOpError("emu: only prmt's index mode is modelled");
+    op->getResult(0).replaceAllUsesWith(
+        call(loc, "mla_emu_prmt", {b.getI32Type()},
+             {prmt.getLo(), prmt.getHi(), prmt.getSelector()}));
+    return success();
+  }
+  if (auto cvt = dyn_cast<NVVM::ConvertF8x2ToF16x2Op>(op)) {
+    // sm_90a: cvt.rn.f16x2.e4m3x2, exact: each code as the emu's fp8.
+    if (!isa<Float8E4M3FNType>(cvt.getSrcType()) || cvt.getRelu())
+      return op->emitOpError("emu: only e4m3 pairs without relu are "
+                             "modelled");
+    SmallVector<Value> halves;
+    for (int64_t e = 0; e < 2; ++e) {
+      Value code =
+          vector::ExtractOp::create(b, loc, cvt.getSrc(), ArrayRef<int64_t>{e});
+      Value x = call(loc, "mla_emu_cvt_fp8_to_f32", {f32}, {code});
+      halves.push_back(arith::TruncFOp::create(b, loc, b.getF16Type(), x));
+    }
+    op->getResult(0).replaceAllUsesWith(vector::FromElementsOp::create(
+        b, loc, cast<VectorType>(cvt.getType()), halves));
+    return success();
+  }
+  if (auto intr = dyn_cast<LLVM::CallIntrinsicOp>(op)) {
+    StringRef name = intr.getIntrin();
+    Value x = intr.getArgs()[0];
+    Value y;
+    if (name == "llvm.amdgcn.exp2")
+      y = math::Exp2Op::create(b, loc, x);
+    else if (name == "llvm.amdgcn.log")
+      y = math::Log2Op::create(b, loc, x);
+    else
+      return op->emitOpError("emu: intrinsic ") << name << " is not modelled";
+    op->getResult(0).replaceAllUsesWith(y);
+    return success();
+  }
+  done = Outcome::NotHandled;
+  return success();
+}
+
+/// sm_90a's asynchronous copies and mbarriers.
+LogicalResult LaneFunctionBuilder::lowerAsyncCopyOp(Operation *op,
+                                                    Outcome &done) {
+  Location loc = op->getLoc();
+  Type i64Type = b.getI64Type();
+  done = Outcome::Replaced;
+  if (auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op)) {
+    // sm_90a cp.async: the bytes land in shared memory at the wait that
+    // retires their group (the emu checks that wait).
+    if (copy.getSrcElements())
+      return op->emitOpError("emu: cp.async with a source size is not "
+                             "modelled");
+    auto dstType = cast<MemRefType>(copy.getDst().getType());
+    int64_t bytes = copy.getDstElements().getZExtValue() *
+                    dstType.getElementTypeBitWidth() / 8;
+    call(loc, "mla_emu_async_copy", {},
+         {ctx, address(loc, copy.getSrc(), copy.getSrcIndices()),
+          address(loc, copy.getDst(), copy.getDstIndices()),
+          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes))});
+    if (!copy.getAsyncToken().use_empty())
+      return op->emitOpError("emu: cp.async tokens are not modelled (the "
+                             "kernels group copies by nvvm.cp.async ops)");
+    return success();
+  }
+  if (isa<NVVM::CpAsyncCommitGroupOp>(op)) {
+    call(loc, "mla_emu_async_commit", {}, {ctx});
+    return success();
+  }
+  if (auto wait = dyn_cast<NVVM::CpAsyncWaitGroupOp>(op)) {
+    call(loc, "mla_emu_async_wait", {},
+         {ctx,
+          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(wait.getN()))});
+    return success();
+  }
+  if (auto init = dyn_cast<NVVM::MBarrierInitOp>(op)) {
+    // sm_90a mbarriers (the bulk copies' completion): state the runtime
+    // keeps per barrier address; a wait yields until its phase completes.
+    if (init.getPredicate())
+      return op->emitOpError("emu: a predicated mbarrier.init is not "
+                             "modelled");
+    call(loc, "mla_emu_mbarrier_init", {},
+         {ctx, pointerAddress(loc, init.getAddr()),
+          arith::ExtUIOp::create(b, loc, i64Type, init.getCount())});
+    return success();
+  }
+  if (auto inval = dyn_cast<NVVM::MBarrierInvalOp>(op)) {
+    call(loc, "mla_emu_mbarrier_inval", {},
+         {ctx, pointerAddress(loc, inval.getAddr())});
+    return success();
+  }
+  if (auto arrive = dyn_cast<NVVM::MBarrierArriveExpectTxOp>(op)) {
+    if (arrive.getPredicate() || arrive.getRes() ||
+        arrive.getScope() != NVVM::MemScopeKind::CTA)
+      return op->emitOpError("emu: only mbarrier.arrive.expect_tx of the "
+                             "CTA without a predicate or state is "
+                             "modelled");
+    call(loc, "mla_emu_mbarrier_arrive_expect_tx", {},
+         {ctx, pointerAddress(loc, arrive.getAddr()),
+          arith::ExtUIOp::create(b, loc, i64Type, arrive.getTxcount())});
+    return success();
+  }
+  if (auto wait = dyn_cast<NVVM::MBarrierTryWaitParityOp>(op)) {
+    call(loc, "mla_emu_mbarrier_wait_parity", {},
+         {ctx, pointerAddress(loc, wait.getAddr()),
+          arith::ExtUIOp::create(b, loc, i64Type, wait.getPhase())});
+    return success();
+  }
+  if (isa<NVVM::FenceMbarrierInitOp>(op)) {
+    // The emu's mbarrier.init is visible to every lane at once.
+    return success();
+  }
+  if (auto bulk = dyn_cast<NVVM::CpAsyncBulkGlobalToSharedClusterOp>(op)) {
+    // sm_90a cp.async.bulk: the source is read now, the bytes land in
+    // shared memory when the mbarrier's phase completes (an L2 cache
+    // hint changes no value).
+    if (bulk.getMulticastMask())
+      return op->emitOpError("emu: cp.async.bulk with a multicast mask is "
+                             "not modelled");
+    call(loc, "mla_emu_bulk_copy", {},
+         {ctx, pointerAddress(loc, bulk.getSrcMem()),
+          pointerAddress(loc, bulk.getDstMem()),
+          arith::ExtUIOp::create(b, loc, i64Type, bulk.getSize()),
+          pointerAddress(loc, bulk.getMbar())});
+    return success();
+  }
+  if (auto intToPtr = dyn_cast<LLVM::IntToPtrOp>(op)) {
+    // Pointers the NVVM ops take; erased once those are.
+    pointerCasts.push_back(intToPtr);
+    return keep(done);
+  }
+  done = Outcome::NotHandled;
+  return success();
+}
+LogicalResult LaneFunctionBuilder::eraseLeftovers() {
   for (LLVM::IntToPtrOp pointer : pointerCasts) {
     if (!pointer.use_empty())
       return pointer.emitOpError("emu: a pointer used other than by the "
@@ -750,7 +912,8 @@ LogicalResult LaneFunctionBuilder::run() {
   return success();
 }
 
-struct MLAGPUToEmuPass : public mla::impl::MLAGPUToEmuPassBase<MLAGPUToEmuPass> {
+struct MLAGPUToEmuPass
+    : public mla::impl::MLAGPUToEmuPassBase<MLAGPUToEmuPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
