@@ -97,27 +97,20 @@ PartialKernel::buildScaledQFragments(OpBuilder &b) {
   auto f32x16 = VectorType::get({16}, f32);
   auto f8x16 = VectorType::get({16}, fp8);
   int64_t chunks = paddedQK / 128;
-  // The lane's 16-element runs: (chunk, half) -> values (zero past Dqk).
+  // The lane's 16-element run of each 64 columns: run 2·c + half is half
+  // `half` of chunk c (Dqk is a multiple of 64).
   SmallVector<Value> runs;
-  Value zeros = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(f32x16, b.getF32FloatAttr(0.0)));
   Value amax = k.f32(0.0);
-  for (int64_t c = 0; c < chunks; ++c)
-    for (int64_t half = 0; half < 2; ++half) {
-      int64_t base = c * 128 + half * 64;
-      if (base >= qkDim) {
-        runs.push_back(zeros);
-        continue;
-      }
-      Value raw = vector::LoadOp::create(
-          b, loc, VectorType::get({16}, b.getBF16Type()), args.q,
-          ValueRange{rows.tokenRow, head, k.add(k.idx(base), laneK)});
-      Value v = arith::ExtFOp::create(b, loc, f32x16, raw);
-      runs.push_back(v);
-      amax = k.fmax(amax, vector::ReductionOp::create(
-                              b, loc, vector::CombiningKind::MAXIMUMF,
-                              math::AbsFOp::create(b, loc, v)));
-    }
+  for (int64_t base = 0; base < qkDim; base += 64) {
+    Value raw = vector::LoadOp::create(
+        b, loc, VectorType::get({16}, b.getBF16Type()), args.q,
+        ValueRange{rows.tokenRow, head, k.add(k.idx(base), laneK)});
+    Value v = arith::ExtFOp::create(b, loc, f32x16, raw);
+    runs.push_back(v);
+    amax = k.fmax(amax, vector::ReductionOp::create(
+                            b, loc, vector::CombiningKind::MAXIMUMF,
+                            math::AbsFOp::create(b, loc, v)));
+  }
   // The four lanes of head i (i, i + 16, i + 32, i + 48) cover its row.
   amax = k.laneReduce(amax, {16, 32}, /*isMax=*/true);
   // E8M0 byte of 2^e: the exponent field of amax minus 7, within [5, 254]
