@@ -173,6 +173,225 @@ PackedParts packParts(OpBuilder &b, Location loc, const Lane &lane, Value hi,
   return {a, arith::SelectOp::create(b, loc, inLo, loScale, one)};
 }
 
+/// A contraction operand: a tile read from memory, or such a read widened
+/// with arith.extf (fp8 -> bf16): fragments are loaded and widened per lane.
+vector::TransferReadOp readOf(Value v, arith::ExtFOp &ext) {
+  ext = v.getDefiningOp<arith::ExtFOp>();
+  return (ext ? ext.getIn() : v).getDefiningOp<vector::TransferReadOp>();
+}
+
+/// A contraction of one chain (below) and its A operand.
+struct ChainPart {
+  vector::ContractionOp op;
+  vector::TransferReadOp lhsRead;
+  arith::ExtFOp lhsExt;
+  Value scaleA; // mla.lhs_exp2: the scaled MFMA's E8M0 scale for A
+  SmallVector<Value> aFrags;
+};
+
+/// A chain of contractions on the same B, each accumulating into the next
+/// (fp8 P in two parts): `op` and the contractions that follow it.
+SmallVector<ChainPart> collectChain(vector::ContractionOp op,
+                                    vector::TransferReadOp lhsRead,
+                                    arith::ExtFOp lhsExt) {
+  SmallVector<ChainPart> parts = {{op, lhsRead, lhsExt, Value(), {}}};
+  for (Operation *cur = op; cur->hasOneUse();) {
+    auto next = dyn_cast<vector::ContractionOp>(*cur->user_begin());
+    arith::ExtFOp ext;
+    auto read = next ? readOf(next.getLhs(), ext) : nullptr;
+    if (!read || next.getAcc() != cur->getResult(0) ||
+        next.getRhs() != op.getRhs() ||
+        next.getIndexingMapsArray() != op.getIndexingMapsArray() ||
+        next.getLhsType() != op.getLhsType() ||
+        !read.getPermutationMap().isMinorIdentity())
+      break;
+    parts.push_back({next, read, ext, Value(), {}});
+    cur = next;
+  }
+  return parts;
+}
+
+/// The lane values fragments are loaded with: the lane's first K of a run,
+/// its A row, and a zero fragment around K remainders.
+struct FragmentLane {
+  Value laneK, rowA, zero;
+};
+
+/// Loads the A and B fragments of a contraction lane by lane, in the
+/// layout of its MFMA: fp8 16x16x128, 32 K per lane in two runs of 16 (K
+/// 16·kg + j and 64 + 16·kg + j); bf16 16x16x32, one run of 8 (K 8·kg + j).
+class FragmentLoader {
+public:
+  FragmentLoader(OpBuilder &b, Location loc, Type elem, int64_t depth,
+                 vector::TransferReadOp rhsRead, bool rhsIsNK,
+                 bool corruptLayout)
+      : b(b), loc(loc), elem(elem), isBF16(elem.isBF16()),
+        chunkK(isBF16 ? 32 : kChunk), runK(isBF16 ? 8 : 16), depth(depth),
+        rhsRead(rhsRead), rhsIsNK(rhsIsNK),
+        transposeB(!rhsIsNK && canTransposeLoad(rhsRead)),
+        corruptLayout(corruptLayout), lane(Lane::get(b, loc)),
+        at(fragmentLane(lane)) {}
+
+  int64_t chunkSize() const { return chunkK; }
+  int64_t chunks() const { return (depth + chunkK - 1) / chunkK; }
+  const Lane &laneIds() const { return lane; }
+  Value zeroFragment() const { return at.zero; }
+
+  /// The A fragments of `read`, one per K chunk. An A tile read outside
+  /// the contraction's loop (Q, the same in every iteration) has them
+  /// loaded once, right after the read: they stay in registers for the
+  /// whole loop.
+  SmallVector<Value> aFragments(vector::TransferReadOp read,
+                                Operation *contraction) {
+    Region *readRegion = read->getParentRegion();
+    bool hoist = readRegion != contraction->getParentRegion() &&
+                 readRegion->isProperAncestor(contraction->getParentRegion());
+    OpBuilder::InsertionGuard guard(b);
+    FragmentLane here = at;
+    if (hoist) {
+      b.setInsertionPointAfter(read);
+      here = fragmentLane(Lane::get(b, loc));
+    }
+    SmallVector<Value> frags;
+    for (int64_t c = 0; c < chunks(); ++c)
+      frags.push_back(fragment(
+          [&](int64_t kb) { return loadA(read, kb, here); }, c, here.zero));
+    return frags;
+  }
+
+  /// B's fragment for column block `nb` and K chunk `chunk`.
+  Value bFragment(int64_t nb, int64_t chunk) {
+    return fragment([&](int64_t kb) { return loadB(nb, kb); }, chunk, at.zero);
+  }
+
+  /// B's run for column block `nb` at K `kBase` (one run: a K of 64 is one
+  /// run of an fp8 lane).
+  Value loadB(int64_t nb, int64_t kBase) {
+    Value col = addi(b, loc, lane.i, cst(b, loc, nb * kBlock));
+    Value kStart = addi(b, loc, at.laneK, cst(b, loc, kBase));
+    if (rhsIsNK) {
+      SmallVector<Value> idx =
+          elementIndices(b, loc, rhsRead.getIndices(),
+                         rhsRead.getPermutationMap(), col, kStart);
+      return widen(vector::LoadOp::create(b, loc, memType(rhsRead, runK),
+                                          rhsRead.getBase(), idx));
+    }
+    return transposeB ? loadTransposedB(nb, kStart)
+                      : loadGatheredB(col, kStart);
+  }
+
+private:
+  FragmentLane fragmentLane(const Lane &l) {
+    Value laneK =
+        arith::MulIOp::create(b, loc, l.kg, cst(b, loc, isBF16 ? runK : 16));
+    Value row =
+        corruptLayout
+            ? arith::XOrIOp::create(b, loc, l.i, cst(b, loc, 1)).getResult()
+            : l.i;
+    auto frag32 = VectorType::get({isBF16 ? runK : 32}, elem);
+    Value zero = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(frag32, b.getFloatAttr(elem, 0.0)));
+    return {laneK, row, zero};
+  }
+
+  /// Widens a fragment loaded from a narrower tile (exact: fp8 fits bf16).
+  Value widen(Value fragment) {
+    auto vt = cast<VectorType>(fragment.getType());
+    if (vt.getElementType() == elem)
+      return fragment;
+    Value f32s = arith::ExtFOp::create(
+        b, loc, VectorType::get(vt.getShape(), b.getF32Type()), fragment);
+    return arith::TruncFOp::create(b, loc, VectorType::get(vt.getShape(), elem),
+                                   f32s);
+  }
+
+  static VectorType memType(vector::TransferReadOp read, int64_t n) {
+    return VectorType::get({n}, read.getVectorType().getElementType());
+  }
+
+  /// A: row i, the K run 16·kg.. of the chunk half at `kBase`.
+  Value loadA(vector::TransferReadOp read, int64_t kBase,
+              const FragmentLane &l) {
+    SmallVector<Value> idx =
+        elementIndices(b, loc, read.getIndices(), read.getPermutationMap(),
+                       l.rowA, addi(b, loc, l.laneK, cst(b, loc, kBase)));
+    return widen(vector::LoadOp::create(b, loc, memType(read, runK),
+                                        read.getBase(), idx));
+  }
+
+  /// (k, n) from LDS: the K run is a column of the tile, and transposed
+  /// loads give 16 lanes their columns at once: load t brings lane i rows
+  /// kStart + t·e + 0..e-1 of column 16·nb + i (e = 64 / element bits),
+  /// lane i naming row kStart + t·e + i / (16/e) at column 16·nb + e·(i
+  /// mod 16/e) — docs/mfma-layouts.md.
+  Value loadTransposedB(int64_t nb, Value kStart) {
+    Type memElem = rhsRead.getVectorType().getElementType();
+    int64_t perLoad = 64 / memElem.getIntOrFloatBitWidth();
+    Value lanesPerRow = cst(b, loc, kBlock / perLoad);
+    Value rowOfLane = arith::DivUIOp::create(b, loc, lane.i, lanesPerRow);
+    Value colOfLane = arith::MulIOp::create(
+        b, loc, arith::RemUIOp::create(b, loc, lane.i, lanesPerRow),
+        cst(b, loc, perLoad));
+    Value run = vector::BroadcastOp::create(
+        b, loc, memType(rhsRead, runK),
+        arith::ConstantOp::create(b, loc, b.getFloatAttr(memElem, 0.0)));
+    for (int64_t t = 0; t < runK / perLoad; ++t) {
+      Value row = addi(b, loc, kStart,
+                       addi(b, loc, rowOfLane, cst(b, loc, t * perLoad)));
+      Value column = addi(b, loc, colOfLane, cst(b, loc, nb * kBlock));
+      SmallVector<Value> idx =
+          elementIndices(b, loc, rhsRead.getIndices(),
+                         rhsRead.getPermutationMap(), row, column);
+      Value part = amdgpu::TransposeLoadOp::create(
+          b, loc, memType(rhsRead, perLoad), rhsRead.getBase(), idx);
+      run = vector::InsertStridedSliceOp::create(b, loc, part, run,
+                                                 ArrayRef<int64_t>{t * perLoad},
+                                                 ArrayRef<int64_t>{1});
+    }
+    return widen(run);
+  }
+
+  /// (k, n) elsewhere: the K run element by element.
+  Value loadGatheredB(Value col, Value kStart) {
+    SmallVector<Value> elems;
+    for (int64_t j = 0; j < runK; ++j) {
+      SmallVector<Value> idx = elementIndices(
+          b, loc, rhsRead.getIndices(), rhsRead.getPermutationMap(),
+          addi(b, loc, kStart, cst(b, loc, j)), col);
+      elems.push_back(memref::LoadOp::create(b, loc, rhsRead.getBase(), idx));
+    }
+    return widen(
+        vector::FromElementsOp::create(b, loc, memType(rhsRead, runK), elems));
+  }
+
+  /// The fragment of K chunk `chunk`. fp8: elements 0..15 hold K 16·kg + j
+  /// of the chunk, 16..31 hold 64 + 16·kg + j; past K the fragment stays
+  /// zero on both sides.
+  Value fragment(llvm::function_ref<Value(int64_t)> load, int64_t chunk,
+                 Value zero) {
+    if (isBF16)
+      return load(chunk * chunkK);
+    Value frag = vector::InsertStridedSliceOp::create(
+        b, loc, load(chunk * kChunk), zero, ArrayRef<int64_t>{0},
+        ArrayRef<int64_t>{1});
+    if (chunk * kChunk + 64 < depth)
+      frag = vector::InsertStridedSliceOp::create(
+          b, loc, load(chunk * kChunk + 64), frag, ArrayRef<int64_t>{16},
+          ArrayRef<int64_t>{1});
+    return frag;
+  }
+
+  OpBuilder &b;
+  Location loc;
+  Type elem;
+  bool isBF16;
+  int64_t chunkK, runK, depth;
+  vector::TransferReadOp rhsRead;
+  bool rhsIsNK, transposeB, corruptLayout;
+  Lane lane;
+  FragmentLane at;
+};
+
 /// vector.contract of two fp8 or bf16 tiles read from memory into a wave
 /// tile.
 struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
@@ -185,191 +404,24 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
   matchAndRewrite(vector::ContractionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    // An operand is a tile read from memory, or such a read widened with
-    // arith.extf (fp8 -> bf16): fragments are loaded and widened per lane.
-    auto readOf = [](Value v, arith::ExtFOp &ext) {
-      ext = v.getDefiningOp<arith::ExtFOp>();
-      return (ext ? ext.getIn() : v).getDefiningOp<vector::TransferReadOp>();
-    };
     arith::ExtFOp lhsExt, rhsExt;
     auto lhsRead = readOf(op.getLhs(), lhsExt);
     auto rhsRead = readOf(op.getRhs(), rhsExt);
-    if (!lhsRead || !rhsRead || !isWaveTile(op.getResultType()))
-      return rewriter.notifyMatchFailure(
-          op, "expects fp8 or bf16 tiles read from memory into a wave tile");
-    Type fp8 = rewriter.getType<Float8E4M3FNType>();
-    Type lhsElem = op.getLhsType().getElementType();
-    Type rhsElem = op.getRhsType().getElementType();
-    auto supported = [&](Type t) { return t == fp8 || t.isBF16(); };
-    if (!supported(lhsElem) || !supported(rhsElem))
-      return rewriter.notifyMatchFailure(op,
-                                         "expects f8E4M3FN or bf16 operands");
-    // A bf16 x fp8 contraction runs as bf16 MFMAs, the fp8 side widened.
-    Type elem = lhsElem == rhsElem ? lhsElem : rewriter.getBF16Type();
-    // fp8: 16x16x128, 32 K per lane in two runs of 16 (K 16·kg + j and
-    // 64 + 16·kg + j); bf16: 16x16x32, one run of 8 (K 8·kg + j).
+    Type elem;
+    bool rhsIsNK = false;
+    if (failed(checkContraction(op, lhsRead, rhsRead, rewriter, elem, rhsIsNK)))
+      return failure();
     bool isBF16 = elem.isBF16();
-    int64_t chunkK = isBF16 ? 32 : kChunk, runK = isBF16 ? 8 : 16;
-    if (!lhsRead.getPermutationMap().isMinorIdentity() ||
-        !rhsRead.getPermutationMap().isMinorIdentity())
-      return rewriter.notifyMatchFailure(op, "expects minor-identity reads");
-
-    // Maps: lhs (m, k); rhs (n, k) or (k, n); acc (m, n).
-    MLIRContext *ctx = op.getContext();
-    AffineExpr m, n, k;
-    bindDims(ctx, m, n, k);
-    auto maps = op.getIndexingMapsArray();
-    if (maps[0] != AffineMap::get(3, 0, {m, k}, ctx) ||
-        maps[2] != AffineMap::get(3, 0, {m, n}, ctx))
-      return rewriter.notifyMatchFailure(op, "unsupported lhs/acc maps");
-    bool rhsIsNK = maps[1] == AffineMap::get(3, 0, {n, k}, ctx);
-    if (!rhsIsNK && maps[1] != AffineMap::get(3, 0, {k, n}, ctx))
-      return rewriter.notifyMatchFailure(op, "unsupported rhs map");
-
-    int64_t numCols = cast<VectorType>(op.getResultType()).getDimSize(1);
     int64_t depth = op.getLhsType().getDimSize(1);
-    if (depth % (isBF16 ? 32 : 64) != 0)
-      return rewriter.notifyMatchFailure(
-          op, isBF16 ? "K must be a multiple of 32" : "K must be a multiple of 64");
+    FragmentLoader loader(rewriter, loc, elem, depth, rhsRead, rhsIsNK,
+                          corruptLayout);
 
-    bool transposeB = !rhsIsNK && canTransposeLoad(rhsRead);
-    Lane lane = Lane::get(rewriter, loc);
-    Value c16 = cst(rewriter, loc, 16);
-    Value laneK = arith::MulIOp::create(rewriter, loc, lane.kg,
-                                        isBF16 ? cst(rewriter, loc, runK) : c16);
-    auto frag32 = VectorType::get({isBF16 ? runK : 32}, elem);
-    Value zero32 = arith::ConstantOp::create(
-        rewriter, loc,
-        DenseElementsAttr::get(frag32, rewriter.getFloatAttr(elem, 0.0)));
-
-    // Widens a fragment loaded from a narrower tile (exact: fp8 fits bf16).
-    auto widen = [&](Value fragment) -> Value {
-      auto vt = cast<VectorType>(fragment.getType());
-      if (vt.getElementType() == elem)
-        return fragment;
-      Value f32s = arith::ExtFOp::create(
-          rewriter, loc, VectorType::get(vt.getShape(), rewriter.getF32Type()),
-          fragment);
-      return arith::TruncFOp::create(
-          rewriter, loc, VectorType::get(vt.getShape(), elem), f32s);
-    };
-    auto memType = [&](vector::TransferReadOp read, int64_t n) {
-      return VectorType::get({n}, read.getVectorType().getElementType());
-    };
-    // A: row i, K run 16·kg.. of the chunk half at `half`.
-    Value rowA = lane.i;
-    if (corruptLayout)
-      rowA = arith::XOrIOp::create(rewriter, loc, lane.i, cst(rewriter, loc, 1));
-    auto loadA = [&](vector::TransferReadOp read, int64_t kBase) -> Value {
-      SmallVector<Value> idx = elementIndices(
-          rewriter, loc, read.getIndices(), read.getPermutationMap(), rowA,
-          addi(rewriter, loc, laneK, cst(rewriter, loc, kBase)));
-      return widen(vector::LoadOp::create(
-          rewriter, loc, memType(read, runK), read.getBase(), idx));
-    };
-    // B: column 16·nb + i, the same K run.
-    auto loadB = [&](int64_t nb, int64_t kBase) -> Value {
-      Value col = addi(rewriter, loc, lane.i, cst(rewriter, loc, nb * kBlock));
-      Value kStart = addi(rewriter, loc, laneK, cst(rewriter, loc, kBase));
-      if (rhsIsNK) {
-        SmallVector<Value> idx =
-            elementIndices(rewriter, loc, rhsRead.getIndices(),
-                           rhsRead.getPermutationMap(), col, kStart);
-        return widen(vector::LoadOp::create(rewriter, loc,
-                                            memType(rhsRead, runK),
-                                            rhsRead.getBase(), idx));
-      }
-      // (k, n): the K run is a column of the tile. From LDS, transposed
-      // loads give 16 lanes their columns at once: load t brings lane i
-      // rows kStart + t·e + 0..e-1 of column 16·nb + i (e = 64 / element
-      // bits), lane i naming row kStart + t·e + i / (16/e) at column
-      // 16·nb + e·(i mod 16/e) — docs/mfma-layouts.md.
-      Type memElem = rhsRead.getVectorType().getElementType();
-      if (transposeB) {
-        int64_t perLoad = 64 / memElem.getIntOrFloatBitWidth();
-        Value lanesPerRow = cst(rewriter, loc, kBlock / perLoad);
-        Value rowOfLane = arith::DivUIOp::create(rewriter, loc, lane.i,
-                                                 lanesPerRow);
-        Value colOfLane = arith::MulIOp::create(
-            rewriter, loc,
-            arith::RemUIOp::create(rewriter, loc, lane.i, lanesPerRow),
-            cst(rewriter, loc, perLoad));
-        Value run = vector::BroadcastOp::create(
-            rewriter, loc, memType(rhsRead, runK),
-            arith::ConstantOp::create(rewriter, loc,
-                                      rewriter.getFloatAttr(memElem, 0.0)));
-        for (int64_t t = 0; t < runK / perLoad; ++t) {
-          Value row = addi(rewriter, loc, kStart,
-                           addi(rewriter, loc, rowOfLane,
-                                cst(rewriter, loc, t * perLoad)));
-          Value column = addi(rewriter, loc, colOfLane,
-                              cst(rewriter, loc, nb * kBlock));
-          SmallVector<Value> idx =
-              elementIndices(rewriter, loc, rhsRead.getIndices(),
-                             rhsRead.getPermutationMap(), row, column);
-          Value part = amdgpu::TransposeLoadOp::create(
-              rewriter, loc, memType(rhsRead, perLoad), rhsRead.getBase(),
-              idx);
-          run = vector::InsertStridedSliceOp::create(
-              rewriter, loc, part, run, ArrayRef<int64_t>{t * perLoad},
-              ArrayRef<int64_t>{1});
-        }
-        return widen(run);
-      }
-      SmallVector<Value> bytes;
-      for (int64_t j = 0; j < runK; ++j) {
-        SmallVector<Value> idx = elementIndices(
-            rewriter, loc, rhsRead.getIndices(), rhsRead.getPermutationMap(),
-            addi(rewriter, loc, kStart, cst(rewriter, loc, j)), col);
-        bytes.push_back(
-            memref::LoadOp::create(rewriter, loc, rhsRead.getBase(), idx));
-      }
-      return widen(vector::FromElementsOp::create(
-                       rewriter, loc, memType(rhsRead, runK), bytes));
-    };
-    // Elements 0..15 hold K 16·kg + j of the chunk, 16..31 hold 64 + 16·kg +
-    // j; past K the fragment stays zero on both sides.
-    auto fragment = [&](auto load, int64_t chunk) -> Value {
-      if (isBF16)
-        return load(chunk * chunkK);
-      Value frag = vector::InsertStridedSliceOp::create(
-          rewriter, loc, load(chunk * kChunk), zero32, ArrayRef<int64_t>{0},
-          ArrayRef<int64_t>{1});
-      if (chunk * kChunk + 64 < depth)
-        frag = vector::InsertStridedSliceOp::create(
-            rewriter, loc, load(chunk * kChunk + 64), frag,
-            ArrayRef<int64_t>{16}, ArrayRef<int64_t>{1});
-      return frag;
-    };
-
-    // A chain of contractions on the same B, each accumulating into the
-    // next (fp8 P in two parts), runs its MFMAs B fragment by B fragment:
-    // a fragment is loaded once and dies at once.
-    struct Part {
-      vector::ContractionOp op;
-      vector::TransferReadOp lhsRead;
-      arith::ExtFOp lhsExt;
-      Value scaleA; // mla.lhs_exp2: the scaled MFMA's E8M0 scale for A
-      SmallVector<Value> aFrags;
-    };
-    SmallVector<Part> parts = {{op, lhsRead, lhsExt, Value(), {}}};
-    for (Operation *cur = op; cur->hasOneUse();) {
-      auto next = dyn_cast<vector::ContractionOp>(*cur->user_begin());
-      arith::ExtFOp ext;
-      auto read = next ? readOf(next.getLhs(), ext) : nullptr;
-      if (!read || next.getAcc() != cur->getResult(0) ||
-          next.getRhs() != op.getRhs() ||
-          next.getIndexingMapsArray() != op.getIndexingMapsArray() ||
-          next.getLhsType() != op.getLhsType() ||
-          !read.getPermutationMap().isMinorIdentity())
-        break;
-      parts.push_back({next, read, ext, Value(), {}});
-      cur = next;
-    }
+    // A chain runs its MFMAs B fragment by B fragment: a fragment is
+    // loaded once and dies at once.
+    SmallVector<ChainPart> parts = collectChain(op, lhsRead, lhsExt);
     Type e8m0 = rewriter.getType<Float8E8M0FNUType>();
     Value scaleB;
-    int64_t numChunks = (depth + chunkK - 1) / chunkK;
-    for (Part &part : parts) {
+    for (ChainPart &part : parts) {
       if (auto exp2 = part.op->getAttrOfType<IntegerAttr>(
               MLADialect::kLhsExp2AttrName)) {
         if (isBF16)
@@ -381,35 +433,9 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
         scaleB = arith::ConstantOp::create(rewriter, loc, e8m0,
                                            rewriter.getFloatAttr(e8m0, 1.0));
       }
-      // An A tile read outside the contraction's loop (Q, the same in every
-      // iteration) has its fragments loaded once, right after the read: they
-      // stay in registers for the whole loop.
-      Region *readRegion = part.lhsRead->getParentRegion();
-      bool hoist = readRegion != op->getParentRegion() &&
-                   readRegion->isProperAncestor(op->getParentRegion());
-      OpBuilder::InsertionGuard guard(rewriter);
-      Value loopLaneK = laneK, loopRowA = rowA, loopZero = zero32;
-      if (hoist) {
-        rewriter.setInsertionPointAfter(part.lhsRead);
-        Lane here = Lane::get(rewriter, loc);
-        laneK = arith::MulIOp::create(rewriter, loc, here.kg,
-                                      cst(rewriter, loc, isBF16 ? runK : 16));
-        rowA = corruptLayout ? arith::XOrIOp::create(rewriter, loc, here.i,
-                                                     cst(rewriter, loc, 1))
-                                   .getResult()
-                             : here.i;
-        zero32 = arith::ConstantOp::create(
-            rewriter, loc,
-            DenseElementsAttr::get(frag32, rewriter.getFloatAttr(elem, 0.0)));
-      }
-      for (int64_t c = 0; c < numChunks; ++c)
-        part.aFrags.push_back(fragment(
-            [&](int64_t kb) { return loadA(part.lhsRead, kb); }, c));
-      laneK = loopLaneK, rowA = loopRowA, zero32 = loopZero;
+      part.aFrags = loader.aFragments(part.lhsRead, op);
     }
 
-    auto i32Attr = [&](int64_t v) { return rewriter.getI32IntegerAttr(v); };
-    Value acc = adaptor.getAcc();
     // Two parts of K = 64 (fp8 P's hi and lo on the 64-row tile) share one
     // MFMA: hi fills K 0..63, lo the K 64..127 that would be zero padding,
     // against B's fragment twice. Block scales go by K block (lanes 0..31
@@ -418,56 +444,126 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
     std::optional<PackedParts> packed;
     if (!isBF16 && depth == 64 && parts.size() == 2 && !parts[0].scaleA &&
         parts[1].scaleA)
-      packed = packParts(rewriter, loc, lane, parts[0].aFrags[0],
+      packed = packParts(rewriter, loc, loader.laneIds(), parts[0].aFrags[0],
                          parts[1].aFrags[0], parts[1].scaleA, scaleB);
+    int64_t numCols = cast<VectorType>(op.getResultType()).getDimSize(1);
+    Value acc = adaptor.getAcc();
     for (int64_t nb = 0; nb < numCols / kBlock; ++nb) {
       Value block = vector::ExtractStridedSliceOp::create(
           rewriter, loc, acc, ArrayRef<int64_t>{nb * 4}, ArrayRef<int64_t>{4},
           ArrayRef<int64_t>{1});
-      if (packed) {
-        Value b64 = loadB(nb, 0);
-        Value bFrag = vector::InsertStridedSliceOp::create(
-            rewriter, loc, b64,
-            vector::InsertStridedSliceOp::create(rewriter, loc, b64, zero32,
-                                                 ArrayRef<int64_t>{0},
-                                                 ArrayRef<int64_t>{1}),
-            ArrayRef<int64_t>{16}, ArrayRef<int64_t>{1});
-        block = amdgpu::ScaledMFMAOp::create(
-            rewriter, loc, block.getType(), i32Attr(16), i32Attr(16),
-            i32Attr(chunkK), packed->a, bFrag, block, packed->scaleA, scaleB,
-            i32Attr(0), i32Attr(0));
-        acc = vector::InsertStridedSliceOp::create(
-            rewriter, loc, block, acc, ArrayRef<int64_t>{nb * 4},
-            ArrayRef<int64_t>{1});
-        continue;
-      }
-      for (int64_t c = 0; c < numChunks; ++c) {
-        Value bFrag =
-            fragment([&](int64_t kb) { return loadB(nb, kb); }, c);
-        for (Part &part : parts) {
-          if (part.scaleA) {
-            block = amdgpu::ScaledMFMAOp::create(
-                rewriter, loc, block.getType(), i32Attr(16), i32Attr(16),
-                i32Attr(chunkK), part.aFrags[c], bFrag, block, part.scaleA,
-                scaleB, i32Attr(0), i32Attr(0));
-            continue;
-          }
-          block = amdgpu::MFMAOp::create(
-              rewriter, loc, block.getType(), /*m=*/16, /*n=*/16,
-              /*k=*/chunkK, /*blocks=*/1, part.aFrags[c], bFrag, block,
-              /*cbsz=*/0, /*abid=*/0, amdgpu::MFMAPermB::none,
-              /*reducePrecision=*/false, /*negateA=*/false,
-              /*negateB=*/false, /*negateC=*/false);
-        }
-      }
+      block = packed
+                  ? emitPackedMfma(rewriter, loc, loader, nb, *packed, scaleB,
+                                   block)
+                  : emitMfmas(rewriter, loc, loader, nb, parts, scaleB, block);
       acc = vector::InsertStridedSliceOp::create(
           rewriter, loc, block, acc, ArrayRef<int64_t>{nb * 4},
           ArrayRef<int64_t>{1});
     }
     // The chain's last result is the sum; the others fed only the next.
-    for (Part &part : llvm::reverse(parts))
+    for (ChainPart &part : llvm::reverse(parts))
       rewriter.replaceOp(part.op, acc);
-    for (Part &part : parts) {
+    eraseOperands(rewriter, parts, rhsRead, rhsExt);
+    return success();
+  }
+
+private:
+  /// Whether `op` is a contraction of fp8 or bf16 tiles read from memory
+  /// into a wave tile that the MFMAs can run; `elem` is the MFMA's element
+  /// type (a bf16 x fp8 contraction runs as bf16 MFMAs, the fp8 side
+  /// widened), `rhsIsNK` says how B is laid out.
+  static LogicalResult checkContraction(vector::ContractionOp op,
+                                        vector::TransferReadOp lhsRead,
+                                        vector::TransferReadOp rhsRead,
+                                        ConversionPatternRewriter &rewriter,
+                                        Type &elem, bool &rhsIsNK) {
+    if (!lhsRead || !rhsRead || !isWaveTile(op.getResultType()))
+      return rewriter.notifyMatchFailure(
+          op, "expects fp8 or bf16 tiles read from memory into a wave tile");
+    Type fp8 = rewriter.getType<Float8E4M3FNType>();
+    Type lhsElem = op.getLhsType().getElementType();
+    Type rhsElem = op.getRhsType().getElementType();
+    auto supported = [&](Type t) { return t == fp8 || t.isBF16(); };
+    if (!supported(lhsElem) || !supported(rhsElem))
+      return rewriter.notifyMatchFailure(op,
+                                         "expects f8E4M3FN or bf16 operands");
+    elem = lhsElem == rhsElem ? lhsElem : rewriter.getBF16Type();
+    if (!lhsRead.getPermutationMap().isMinorIdentity() ||
+        !rhsRead.getPermutationMap().isMinorIdentity())
+      return rewriter.notifyMatchFailure(op, "expects minor-identity reads");
+    // Maps: lhs (m, k); rhs (n, k) or (k, n); acc (m, n).
+    MLIRContext *ctx = op.getContext();
+    AffineExpr m, n, k;
+    bindDims(ctx, m, n, k);
+    auto maps = op.getIndexingMapsArray();
+    if (maps[0] != AffineMap::get(3, 0, {m, k}, ctx) ||
+        maps[2] != AffineMap::get(3, 0, {m, n}, ctx))
+      return rewriter.notifyMatchFailure(op, "unsupported lhs/acc maps");
+    rhsIsNK = maps[1] == AffineMap::get(3, 0, {n, k}, ctx);
+    if (!rhsIsNK && maps[1] != AffineMap::get(3, 0, {k, n}, ctx))
+      return rewriter.notifyMatchFailure(op, "unsupported rhs map");
+    int64_t depth = op.getLhsType().getDimSize(1);
+    if (depth % (elem.isBF16() ? 32 : 64) != 0)
+      return rewriter.notifyMatchFailure(
+          op, elem.isBF16() ? "K must be a multiple of 32"
+                            : "K must be a multiple of 64");
+    return success();
+  }
+
+  static IntegerAttr i32Attr(OpBuilder &b, int64_t v) {
+    return b.getI32IntegerAttr(v);
+  }
+
+  /// The packed parts' one scaled MFMA on column block `nb`: B's K = 64
+  /// run twice.
+  static Value emitPackedMfma(OpBuilder &b, Location loc,
+                              FragmentLoader &loader, int64_t nb,
+                              const PackedParts &packed, Value scaleB,
+                              Value block) {
+    Value b64 = loader.loadB(nb, 0);
+    Value zero = loader.zeroFragment();
+    Value bFrag = vector::InsertStridedSliceOp::create(
+        b, loc, b64,
+        vector::InsertStridedSliceOp::create(
+            b, loc, b64, zero, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1}),
+        ArrayRef<int64_t>{16}, ArrayRef<int64_t>{1});
+    return amdgpu::ScaledMFMAOp::create(
+        b, loc, block.getType(), i32Attr(b, 16), i32Attr(b, 16),
+        i32Attr(b, loader.chunkSize()), packed.a, bFrag, block, packed.scaleA,
+        scaleB, i32Attr(b, 0), i32Attr(b, 0));
+  }
+
+  /// The chain's MFMAs on column block `nb`, K chunk by K chunk.
+  static Value emitMfmas(OpBuilder &b, Location loc, FragmentLoader &loader,
+                         int64_t nb, ArrayRef<ChainPart> parts, Value scaleB,
+                         Value block) {
+    for (int64_t c = 0; c < loader.chunks(); ++c) {
+      Value bFrag = loader.bFragment(nb, c);
+      for (const ChainPart &part : parts) {
+        if (part.scaleA) {
+          block = amdgpu::ScaledMFMAOp::create(
+              b, loc, block.getType(), i32Attr(b, 16), i32Attr(b, 16),
+              i32Attr(b, loader.chunkSize()), part.aFrags[c], bFrag, block,
+              part.scaleA, scaleB, i32Attr(b, 0), i32Attr(b, 0));
+          continue;
+        }
+        block = amdgpu::MFMAOp::create(
+            b, loc, block.getType(), /*m=*/16, /*n=*/16,
+            /*k=*/loader.chunkSize(), /*blocks=*/1, part.aFrags[c], bFrag,
+            block, /*cbsz=*/0, /*abid=*/0, amdgpu::MFMAPermB::none,
+            /*reducePrecision=*/false, /*negateA=*/false,
+            /*negateB=*/false, /*negateC=*/false);
+      }
+    }
+    return block;
+  }
+
+  /// The operand reads and widenings the MFMAs replaced.
+  static void eraseOperands(ConversionPatternRewriter &rewriter,
+                            ArrayRef<ChainPart> parts,
+                            vector::TransferReadOp rhsRead,
+                            arith::ExtFOp rhsExt) {
+    for (const ChainPart &part : parts) {
       if (part.lhsExt && part.lhsExt->use_empty())
         rewriter.eraseOp(part.lhsExt);
       if (part.lhsRead->use_empty() || part.lhsRead->hasOneUse())
@@ -477,7 +573,6 @@ struct ContractToMFMA : public OpConversionPattern<vector::ContractionOp> {
       rewriter.eraseOp(rhsExt);
     if (parts.size() == 1 && (rhsRead->use_empty() || rhsRead->hasOneUse()))
       rewriter.eraseOp(rhsRead);
-    return success();
   }
 };
 
