@@ -695,151 +695,235 @@ static GenerateOptions generateOptions(CacheFormat format, int64_t numHeads,
   return opts;
 }
 
+/// The flag combinations mla-run refuses, as the message saying why.
+static std::optional<std::string> flagConflict(bool split, bool emu) {
+  if (generate == !inputsDir.empty())
+    return "give exactly one of --generate and --inputs DIR";
+  if (spareRows != 0 && !generate)
+    return "--spare-rows shapes generated inputs; with --inputs the pool is "
+           "kv.npy's rows";
+  if (pageSize != 0 && !generate)
+    return "--page-size shapes generated inputs; with --inputs the page size "
+           "is kv.npy's second dimension";
+  if (repeat < 1)
+    return "--repeat must be at least 1";
+  if (kvTraffic && backend != "emu")
+    return "--kv-traffic models the emu backend's launches; use --backend "
+           "emu";
+  if ((noHazardCheck || emuScheduleSeed != 0 || !testEmuHazard.empty()) &&
+      backend != "emu")
+    return "--no-hazard-check, --emu-schedule-seed and --test-emu-hazard "
+           "configure the emu backend; use --backend emu";
+  if (!split && !emu && config.anyGiven())
+    return "the configuration flags (--target, --splits, --kv-tile, ...) "
+           "configure the split pipeline (--pipeline split) or the GPU "
+           "kernels (emu, hip, cuda); the decomposition has none";
+  if (emu && split)
+    return "the " + backend +
+           " backend runs the GPU kernels; --pipeline "
+           "chooses the cpu backend's";
+  if (!artifactPath.empty() &&
+      (split || config.anyGiven() || testCorruptLayout ||
+       !testEmuHazard.empty() || dumpIR))
+    return "--artifact runs a compiled artifact: --pipeline, the "
+           "configuration flags and --dump-ir belong to mla-compile; "
+           "--test-corrupt-mfma-layout and --test-emu-hazard build the "
+           "kernels in memory";
+  if (smScale < 0.0)
+    return "--sm-scale must be positive";
+  return std::nullopt;
+}
+
+/// The decode the inputs describe: the flags', where an --artifact fixes
+/// what the flags leave out (and then the runtime checks that they agree).
+struct DecodeFacts {
+  std::optional<CacheFormat> format;
+  int64_t numHeads = heads, qkWidth = qkDim, vWidth = vDim;
+  int64_t rowsPerPage = pageSize;
+  double scale = smScale;
+};
+
+static llvm::Error takeArtifactFacts(DecodeFacts &facts) {
+  auto artifact = readArtifactFile(artifactPath);
+  if (!artifact) {
+    rt::Error err = artifact.takeError();
+    return llvm::createStringError(
+        "loading " + artifactPath + ": " +
+        mla_status_name(static_cast<mla_status>(err.status())) + ": " +
+        err.message());
+  }
+  if (!facts.format)
+    facts.format = artifact->format;
+  if (!heads.getNumOccurrences())
+    facts.numHeads = artifact->numHeads;
+  if (!qkDim.getNumOccurrences())
+    facts.qkWidth = artifact->qkDim;
+  if (!vDim.getNumOccurrences())
+    facts.vWidth = artifact->vDim;
+  if (!smScale.getNumOccurrences())
+    facts.scale = artifact->smScale;
+  if (!pageSize.getNumOccurrences())
+    facts.rowsPerPage = artifact->pageSize;
+  return llvm::Error::success();
+}
+
+/// --replay: generated batches through a device plan, every step checked.
+static int replaySteps(const DecodeFacts &facts) {
+  if (replay < 0 || !generate || backend == "cpu")
+    return fail("--replay N (N >= 1) runs generated batches through a device "
+                "plan on the emu, hip or cuda backend (--generate --backend "
+                "emu|hip|cuda)");
+  if (!facts.format)
+    return fail("--replay needs --format bf16|fp8|mxfp4 (or an --artifact)");
+  if (repeat > 1 || kvTraffic || !saveInputs.empty() || !outPath.empty() ||
+      !lsePath.empty() || noCheck || qLen.getNumOccurrences() || spareRows != 0)
+    return fail("--replay draws each step's batch and q_len and checks every "
+                "step: --repeat, --kv-traffic, --save-inputs, --out, --lse, "
+                "--no-check, --q-len and --spare-rows do not apply");
+  GenerateOptions opts =
+      generateOptions(*facts.format, facts.numHeads, facts.qkWidth,
+                      facts.vWidth, facts.rowsPerPage);
+  if (kvLens.empty())
+    opts.kvLens = {300};
+  KernelSignature sig{*facts.format, facts.numHeads, facts.qkWidth,
+                      facts.vWidth, facts.scale};
+  sig.pageSize = facts.rowsPerPage;
+  sig.config = configOptions();
+  llvm::outs() << "mla-run: format=" << formatName(*facts.format)
+               << " backend=" << backend << " replay=" << replay
+               << " H=" << facts.numHeads;
+  if (facts.rowsPerPage > 0)
+    llvm::outs() << " P=" << facts.rowsPerPage;
+  llvm::outs() << "\n";
+  auto code = runReplay(opts, sig, replay);
+  if (!code)
+    return fail(code.takeError());
+  return *code;
+}
+
+/// The problem to run: generated or read from --inputs, validated, and
+/// saved where --save-inputs says.
+static llvm::Expected<DecodeProblem> makeProblem(const DecodeFacts &facts) {
+  DecodeProblem problem;
+  if (generate) {
+    if (!facts.format)
+      return llvm::createStringError(
+          "--generate needs --format bf16|fp8|mxfp4 (or an --artifact, whose "
+          "format it takes)");
+    GenerateOptions opts =
+        generateOptions(*facts.format, facts.numHeads, facts.qkWidth,
+                        facts.vWidth, facts.rowsPerPage);
+    opts.qLen = qLen;
+    opts.spareRows = spareRows;
+    auto generated = generateProblem(opts);
+    if (!generated)
+      return generated.takeError();
+    problem = std::move(*generated);
+  } else {
+    auto loaded = loadProblem(inputsDir, facts.format, facts.vWidth);
+    if (!loaded)
+      return loaded.takeError();
+    problem = std::move(*loaded);
+  }
+  problem.smScale = facts.scale;
+  if (llvm::Error err = validateProblem(problem))
+    return std::move(err);
+  if (!saveInputs.empty())
+    if (llvm::Error err = saveProblem(problem, saveInputs))
+      return std::move(err);
+  return problem;
+}
+
+/// --out and --lse: the output and lse as float32 .npy files.
+static llvm::Error writeResults(const DecodeProblem &problem,
+                                const std::vector<uint16_t> &outBits,
+                                const std::vector<float> &lse) {
+  if (!outPath.empty()) {
+    std::vector<float> values(outBits.size());
+    for (size_t i = 0; i < outBits.size(); ++i)
+      values[i] = bf16ToFloat(outBits[i]);
+    if (llvm::Error err = writeNpy(
+            outPath, "f4", {problem.numTokens, problem.numHeads, problem.vDim},
+            values.data(), values.size() * 4))
+      return err;
+  }
+  if (!lsePath.empty())
+    return writeNpy(lsePath, "f4", {problem.numTokens, problem.numHeads},
+                    lse.data(), lse.size() * 4);
+  return llvm::Error::success();
+}
+
+/// Compares the results with the float64 reference and prints the
+/// verdict: 0 when they are within the tolerance, 2 when not.
+static int checkResults(const DecodeProblem &problem, bool emu,
+                        const std::vector<uint16_t> &outBits,
+                        const std::vector<float> &lse) {
+  Tolerance tol = toleranceFor(problem.format, emu);
+  ReferenceResult ref = [&] {
+    auto phase = phases.phase("computing the float64 reference");
+    return referenceDecode(problem);
+  }();
+  ErrorReport report = compareWithReference(ref, outBits, lse, tol);
+  llvm::outs() << llvm::format(
+      "rel_err=%.3e max_abs_err=%.3e lse_max_abs_err=%.3e\n", report.relErr,
+      report.maxAbsErr, report.lseMaxAbsErr);
+  llvm::outs() << llvm::format(
+      "tolerance: rel_err <= %.1e, |out - ref| <= %.0e + %.0e * |ref|, "
+      "|lse - ref| <= 1e-4 + 1e-6 * |ref|\n",
+      tol.maxRelErr, tol.atol, tol.rtol);
+  if (report.passed(tol)) {
+    llvm::outs() << "PASS\n";
+    return 0;
+  }
+  llvm::outs() << "FAIL: " << report.numOutOfTolerance
+               << " output elements out of tolerance";
+  if (report.firstBadIndex >= 0) {
+    int64_t i = report.firstBadIndex, Dv = problem.vDim, H = problem.numHeads;
+    llvm::outs() << llvm::format(
+        " (first: token %lld head %lld col %lld: got %g, want %g)",
+        (long long)(i / (H * Dv)), (long long)(i / Dv % H), (long long)(i % Dv),
+        bf16ToFloat(outBits[i]), ref.out[i]);
+  }
+  llvm::outs() << ", " << report.numLseMismatches << " lse mismatches\n";
+  return 2;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   mla::setVersionPrinter("mla-run");
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "mla-run: run mla.decode on a backend and check it "
-                              "against a float64 reference\n");
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "mla-run: run mla.decode on a backend and check it "
+      "against a float64 reference\n");
   phases.enable(verbose);
 
-  if (generate == !inputsDir.empty())
-    return fail("give exactly one of --generate and --inputs DIR");
-  if (spareRows != 0 && !generate)
-    return fail("--spare-rows shapes generated inputs; with --inputs the "
-                "pool is kv.npy's rows");
-  if (pageSize != 0 && !generate)
-    return fail("--page-size shapes generated inputs; with --inputs the "
-                "page size is kv.npy's second dimension");
-  std::optional<CacheFormat> format;
+  DecodeFacts facts;
   if (!formatOpt.empty()) {
-    format = parseFormat(formatOpt);
-    if (!format)
+    facts.format = parseFormat(formatOpt);
+    if (!facts.format)
       return fail("unknown --format '" + formatOpt + "' (bf16, fp8 or mxfp4)");
   }
   if (backend != "cpu" && backend != "emu" && backend != "hip" &&
       backend != "cuda")
     return fail("unknown --backend '" + backend +
                 "' (available: cpu, emu, hip, cuda)");
-  if (repeat < 1)
-    return fail("--repeat must be at least 1");
-  if (kvTraffic && backend != "emu")
-    return fail("--kv-traffic models the emu backend's launches; use "
-                "--backend emu");
-  if ((noHazardCheck || emuScheduleSeed != 0 || !testEmuHazard.empty()) &&
-      backend != "emu")
-    return fail("--no-hazard-check, --emu-schedule-seed and "
-                "--test-emu-hazard configure the emu backend; use --backend "
-                "emu");
   if (pipeline != "decompose" && pipeline != "split")
     return fail("unknown --pipeline '" + pipeline + "' (decompose or split)");
   bool split = pipeline == "split";
   // The GPU kernels (gfx950 on emu and hip, sm_90a on cuda).
   bool emu = backend == "emu" || backend == "hip" || backend == "cuda";
-  if (!split && !emu && config.anyGiven())
-    return fail("the configuration flags (--target, --splits, --kv-tile, "
-                "...) configure the split pipeline (--pipeline split) or the "
-                "GPU kernels (emu, hip, cuda); the decomposition has none");
-  if (emu && split)
-    return fail("the " + backend + " backend runs the GPU kernels; "
-                "--pipeline chooses the cpu backend's");
-  if (!artifactPath.empty() &&
-      (split || config.anyGiven() || testCorruptLayout ||
-       !testEmuHazard.empty() || dumpIR))
-    return fail("--artifact runs a compiled artifact: --pipeline, the "
-                "configuration flags and --dump-ir belong to mla-compile; "
-                "--test-corrupt-mfma-layout and --test-emu-hazard build the "
-                "kernels in memory");
-  if (smScale < 0.0)
-    return fail("--sm-scale must be positive");
-
-  // An artifact fixes the decode: its format, heads, widths, softmax scale
-  // and page size (of generated inputs) are the inputs' unless the flags say
-  // otherwise (and then the runtime checks that they agree).
-  int64_t numHeads = heads, qkWidth = qkDim, vWidth = vDim;
-  int64_t rowsPerPage = pageSize;
-  double scale = smScale;
-  if (!artifactPath.empty()) {
-    auto artifact = readArtifactFile(artifactPath);
-    if (!artifact) {
-      rt::Error err = artifact.takeError();
-      return fail("loading " + artifactPath + ": " +
-                  mla_status_name(static_cast<mla_status>(err.status())) +
-                  ": " + err.message());
-    }
-    if (!format)
-      format = artifact->format;
-    if (!heads.getNumOccurrences())
-      numHeads = artifact->numHeads;
-    if (!qkDim.getNumOccurrences())
-      qkWidth = artifact->qkDim;
-    if (!vDim.getNumOccurrences())
-      vWidth = artifact->vDim;
-    if (!smScale.getNumOccurrences())
-      scale = artifact->smScale;
-    if (!pageSize.getNumOccurrences())
-      rowsPerPage = artifact->pageSize;
-  }
-
-  if (replay != 0) {
-    if (replay < 0 || !generate || backend == "cpu")
-      return fail("--replay N (N >= 1) runs generated batches through a "
-                  "device plan on the emu, hip or cuda backend (--generate "
-                  "--backend emu|hip|cuda)");
-    if (!format)
-      return fail("--replay needs --format bf16|fp8|mxfp4 (or an --artifact)");
-    if (repeat > 1 || kvTraffic || !saveInputs.empty() || !outPath.empty() ||
-        !lsePath.empty() || noCheck || qLen.getNumOccurrences() ||
-        spareRows != 0)
-      return fail("--replay draws each step's batch and q_len and checks "
-                  "every step: --repeat, --kv-traffic, --save-inputs, --out, "
-                  "--lse, --no-check, --q-len and --spare-rows do not apply");
-    GenerateOptions opts =
-        generateOptions(*format, numHeads, qkWidth, vWidth, rowsPerPage);
-    if (kvLens.empty())
-      opts.kvLens = {300};
-    KernelSignature sig{*format, numHeads, qkWidth, vWidth, scale};
-    sig.pageSize = rowsPerPage;
-    sig.config = configOptions();
-    llvm::outs() << "mla-run: format=" << formatName(*format)
-                 << " backend=" << backend << " replay=" << replay
-                 << " H=" << numHeads;
-    if (rowsPerPage > 0)
-      llvm::outs() << " P=" << rowsPerPage;
-    llvm::outs() << "\n";
-    auto code = runReplay(opts, sig, replay);
-    if (!code)
-      return fail(code.takeError());
-    return *code;
-  }
-
-  DecodeProblem problem;
-  if (generate) {
-    if (!format)
-      return fail("--generate needs --format bf16|fp8|mxfp4 (or an "
-                  "--artifact, whose format it takes)");
-    GenerateOptions opts =
-        generateOptions(*format, numHeads, qkWidth, vWidth, rowsPerPage);
-    opts.qLen = qLen;
-    opts.spareRows = spareRows;
-    auto generated = generateProblem(opts);
-    if (!generated)
-      return fail(generated.takeError());
-    problem = std::move(*generated);
-  } else {
-    auto loaded = loadProblem(inputsDir, format, vWidth);
-    if (!loaded)
-      return fail(loaded.takeError());
-    problem = std::move(*loaded);
-  }
-  problem.smScale = scale;
-  if (llvm::Error err = validateProblem(problem))
-    return fail(std::move(err));
-  if (!saveInputs.empty())
-    if (llvm::Error err = saveProblem(problem, saveInputs))
+  if (std::optional<std::string> conflict = flagConflict(split, emu))
+    return fail(*conflict);
+  if (!artifactPath.empty())
+    if (llvm::Error err = takeArtifactFacts(facts))
       return fail(std::move(err));
+  if (replay != 0)
+    return replaySteps(facts);
 
+  auto problem = makeProblem(facts);
+  if (!problem)
+    return fail(problem.takeError());
   // The GPU kernels (emu, hip, cuda) are named by their architecture.
   DecodePipelineOptions options = configOptions();
   const TargetInfo *kernelTarget = lookupTarget(options.target);
@@ -851,71 +935,30 @@ int main(int argc, char **argv) {
                 ")");
   }
   std::string kernelArch = kernelTarget->arch->arch.str();
-  llvm::outs() << "mla-run: format=" << formatName(problem.format)
+  llvm::outs() << "mla-run: format=" << formatName(problem->format)
                << " backend=" << backend
                << " pipeline=" << (emu ? kernelArch : std::string(pipeline))
-               << " B=" << problem.numSeqs() << " T=" << problem.numTokens
-               << " H=" << problem.numHeads << " N=" << problem.numRows;
-  if (problem.paged())
-    llvm::outs() << " P=" << problem.pageSize;
-  llvm::outs() << " Dqk=" << problem.qkDim << " Dv=" << problem.vDim << "\n";
+               << " B=" << problem->numSeqs() << " T=" << problem->numTokens
+               << " H=" << problem->numHeads << " N=" << problem->numRows;
+  if (problem->paged())
+    llvm::outs() << " P=" << problem->pageSize;
+  llvm::outs() << " Dqk=" << problem->qkDim << " Dv=" << problem->vDim << "\n";
 
-  KernelSignature sig{problem.format, problem.numHeads, problem.qkDim,
-                      problem.vDim, problem.smScale};
-  sig.pageSize = problem.pageSize;
+  KernelSignature sig{problem->format, problem->numHeads, problem->qkDim,
+                      problem->vDim, problem->smScale};
+  sig.pageSize = problem->pageSize;
   if (split)
     sig.pipeline = HostPipeline::Split;
   if (split || emu)
     sig.config = options;
   sig.config.testCorruptLayout = testCorruptLayout;
   sig.config.testHazard = testEmuHazard;
-  auto out = runThroughRuntime(problem, sig);
+  auto out = runThroughRuntime(*problem, sig);
   if (!out)
     return fail(out.takeError());
-  std::vector<uint16_t> &outBits = out->out;
-  std::vector<float> &lse = out->lse;
-
-  if (!outPath.empty()) {
-    std::vector<float> values(outBits.size());
-    for (size_t i = 0; i < outBits.size(); ++i)
-      values[i] = bf16ToFloat(outBits[i]);
-    if (llvm::Error err = writeNpy(outPath, "f4",
-                                   {problem.numTokens, problem.numHeads, problem.vDim},
-                                   values.data(), values.size() * 4))
-      return fail(std::move(err));
-  }
-  if (!lsePath.empty())
-    if (llvm::Error err = writeNpy(lsePath, "f4", {problem.numTokens, problem.numHeads},
-                                   lse.data(), lse.size() * 4))
-      return fail(std::move(err));
-
+  if (llvm::Error err = writeResults(*problem, out->out, out->lse))
+    return fail(std::move(err));
   if (noCheck)
     return 0;
-  Tolerance tol = toleranceFor(problem.format, emu);
-  ReferenceResult ref = [&] {
-    auto phase = phases.phase("computing the float64 reference");
-    return referenceDecode(problem);
-  }();
-  ErrorReport report = compareWithReference(ref, outBits, lse, tol);
-  llvm::outs() << llvm::format("rel_err=%.3e max_abs_err=%.3e lse_max_abs_err=%.3e\n",
-                               report.relErr, report.maxAbsErr, report.lseMaxAbsErr);
-  llvm::outs() << llvm::format(
-      "tolerance: rel_err <= %.1e, |out - ref| <= %.0e + %.0e * |ref|, "
-      "|lse - ref| <= 1e-4 + 1e-6 * |ref|\n",
-      tol.maxRelErr, tol.atol, tol.rtol);
-  if (!report.passed(tol)) {
-    llvm::outs() << "FAIL: " << report.numOutOfTolerance
-                 << " output elements out of tolerance";
-    if (report.firstBadIndex >= 0) {
-      int64_t i = report.firstBadIndex, Dv = problem.vDim, H = problem.numHeads;
-      llvm::outs() << llvm::format(
-          " (first: token %lld head %lld col %lld: got %g, want %g)",
-          (long long)(i / (H * Dv)), (long long)(i / Dv % H), (long long)(i % Dv),
-          bf16ToFloat(outBits[i]), ref.out[i]);
-    }
-    llvm::outs() << ", " << report.numLseMismatches << " lse mismatches\n";
-    return 2;
-  }
-  llvm::outs() << "PASS\n";
-  return 0;
+  return checkResults(*problem, emu, out->out, out->lse);
 }
