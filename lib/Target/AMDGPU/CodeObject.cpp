@@ -371,31 +371,49 @@ mla::amdgpu::readKernelMetadata(llvm::StringRef codeObject) {
   return kernels;
 }
 
-llvm::Error
-mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
-                               llvm::raw_ostream &os,
-                               const std::map<std::string, LoopShape> &shapes) {
-  auto kernelsOr = readKernelMetadata(codeObject);
-  if (!kernelsOr)
-    return kernelsOr.takeError();
-  std::vector<KernelMetadata> &kernels = *kernelsOr;
-  auto objectOr = llvm::object::ObjectFile::createELFObjectFile(
-      llvm::MemoryBufferRef(codeObject, "code object"));
-  if (!objectOr)
-    return error("not an ELF file: " + llvm::toString(objectOr.takeError()));
-  auto *elf = llvm::cast<llvm::object::ELF64LEObjectFile>(objectOr->get());
+namespace {
+/// Each kernel's instructions, and how many fall in each class.
+struct DisassembledKernels {
+  llvm::StringMap<std::map<std::string, int64_t>> counts;
+  llvm::StringMap<std::vector<DecodedInst>> code;
+};
 
+/// The code of the function symbol `symbol`, if it lies in its section.
+std::optional<llvm::ArrayRef<uint8_t>>
+symbolBytes(const llvm::object::ELFSymbolRef &symbol,
+            const llvm::object::ELF64LEObjectFile &elf) {
+  auto type = symbol.getType();
+  auto address = symbol.getAddress();
+  auto section = symbol.getSection();
+  if (!type || !address || !section ||
+      *type != llvm::object::SymbolRef::ST_Function ||
+      *section == elf.section_end()) {
+    llvm::consumeError(type.takeError());
+    llvm::consumeError(address.takeError());
+    llvm::consumeError(section.takeError());
+    return std::nullopt;
+  }
+  auto contents = (*section)->getContents();
+  if (!contents) {
+    llvm::consumeError(contents.takeError());
+    return std::nullopt;
+  }
+  uint64_t start = *address - (*section)->getAddress();
+  uint64_t size = symbol.getSize();
+  if (start + size > contents->size())
+    return std::nullopt;
+  return llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(contents->data()) + start, size);
+}
 
-  // Disassemble each kernel's code and count instruction classes.
+/// Disassembles every kernel of `elf` for `chip`.
+llvm::Expected<DisassembledKernels>
+disassembleKernels(const llvm::object::ELF64LEObjectFile &elf,
+                   const std::string &chip) {
   auto target = lookupAMDGPU();
   if (!target)
     return target.takeError();
   llvm::Triple triple(kTriple);
-  // The chip the code object was built for, from its ELF flags.
-  std::string chip =
-      elf->tryGetCPUName()
-          .value_or(lookupTarget(defaultTargetName())->arch->arch)
-          .str();
   std::unique_ptr<llvm::MCRegisterInfo> regInfo(
       (*target)->createMCRegInfo(triple));
   llvm::MCTargetOptions mcOptions;
@@ -413,128 +431,151 @@ mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
   if (!disassembler || !printer)
     return error("the AMDGPU disassembler is not available");
 
-  llvm::StringMap<std::map<std::string, int64_t>> counts;
-  llvm::StringMap<std::vector<DecodedInst>> code;
-  for (const llvm::object::ELFSymbolRef &symbol : elf->symbols()) {
-    auto type = symbol.getType();
+  DisassembledKernels result;
+  for (const llvm::object::ELFSymbolRef &symbol : elf.symbols()) {
     auto name = symbol.getName();
     auto address = symbol.getAddress();
-    auto section = symbol.getSection();
-    if (!type || !name || !address || !section ||
-        *type != llvm::object::SymbolRef::ST_Function ||
-        *section == elf->section_end()) {
-      llvm::consumeError(type.takeError());
+    if (!name || !address) {
       llvm::consumeError(name.takeError());
       llvm::consumeError(address.takeError());
-      llvm::consumeError(section.takeError());
       continue;
     }
-    auto contents = (*section)->getContents();
-    if (!contents) {
-      llvm::consumeError(contents.takeError());
+    std::optional<llvm::ArrayRef<uint8_t>> bytes = symbolBytes(symbol, elf);
+    if (!bytes)
       continue;
-    }
-    uint64_t start = *address - (*section)->getAddress();
-    uint64_t size = symbol.getSize();
-    if (start + size > contents->size())
-      continue;
-    llvm::ArrayRef<uint8_t> bytes(
-        reinterpret_cast<const uint8_t *>(contents->data()) + start, size);
-    auto &kernelCounts = counts[*name];
-    auto &kernelCode = code[*name];
-    for (uint64_t offset = 0; offset < bytes.size();) {
+    auto &kernelCounts = result.counts[*name];
+    auto &kernelCode = result.code[*name];
+    for (uint64_t offset = 0; offset < bytes->size();) {
       llvm::MCInst inst;
       uint64_t instSize = 0;
+      uint64_t at = *address + offset;
       auto status = disassembler->getInstruction(
-          inst, instSize, bytes.slice(offset), *address + offset, llvm::nulls());
+          inst, instSize, bytes->slice(offset), at, llvm::nulls());
       if (status != llvm::MCDisassembler::Success || instSize == 0) {
         offset += 4;
         continue;
       }
-      offset += instSize;
       const char *mnemonic = printer->getMnemonic(inst).first;
-      if (!mnemonic)
+      if (!mnemonic) {
+        offset += instSize;
         continue;
+      }
       DecodedInst decoded;
       decoded.mnemonic = llvm::StringRef(mnemonic).trim().str();
       llvm::raw_string_ostream operands(decoded.operands);
-      printer->printInst(&inst, *address + offset - instSize, "", *subtarget,
-                         operands);
+      printer->printInst(&inst, at, "", *subtarget, operands);
       operands.flush();
       std::string cls = classify(decoded.mnemonic, decoded.operands);
       if (!cls.empty())
         ++kernelCounts[cls];
       ++kernelCounts["total"];
-      decoded.address = *address + offset - instSize;
-      for (int b = 0; b < 4 && offset - instSize + b < bytes.size(); ++b)
-        decoded.firstWord |= uint32_t(bytes[offset - instSize + b]) << (8 * b);
+      decoded.address = at;
+      for (uint64_t b = 0; b < 4 && offset + b < bytes->size(); ++b)
+        decoded.firstWord |= uint32_t((*bytes)[offset + b]) << (8 * b);
       kernelCode.push_back(std::move(decoded));
+      offset += instSize;
     }
   }
+  return result;
+}
+
+/// Registers, LDS, scratch and the occupancy they allow.
+void printKernelResources(const KernelMetadata &k, const ArchInfo &arch,
+                          llvm::raw_ostream &os) {
+  bool unified = arch.unifiedRegisterFile;
+  int64_t maxWaves = arch.maxWavesPerSIMD;
+  // Allocated in granules of 8.
+  int64_t regs = unified ? k.vgprs : k.vgprs + k.agprs;
+  int64_t granule = ((std::max<int64_t>(regs, 1) + 7) / 8) * 8;
+  int64_t wavesByRegs =
+      std::min<int64_t>(maxWaves, arch.vectorRegistersPerLane / granule);
+  // In a unified file the metadata's VGPR count already includes the
+  // AGPRs; say so rather than print two numbers that look additive.
+  os << "  vector_registers " << regs << " of " << arch.vectorRegistersPerLane;
+  if (unified)
+    os << " (unified file, agpr " << k.agprs << " of them)";
+  else
+    os << " (vgpr " << k.vgprs << " + agpr " << k.agprs << ")";
+  os << "  sgpr " << k.sgprs << "\n";
+  os << "  lds_bytes " << k.lds << "  scratch_bytes " << k.scratch
+     << "  spills vgpr " << k.vgprSpills << " sgpr " << k.sgprSpills << "\n";
+  os << "  max_flat_workgroup_size " << k.maxFlatWorkgroupSize
+     << "  wavefront_size " << k.wavefrontSize << "\n";
+  os << "  occupancy_waves_per_simd " << wavesByRegs << " (by registers)";
+  if (k.lds > 0 && k.maxFlatWorkgroupSize > 0) {
+    int64_t wavesPerGroup =
+        (k.maxFlatWorkgroupSize + k.wavefrontSize - 1) / k.wavefrontSize;
+    int64_t groupsPerCU = arch.ldsBytesPerCU / k.lds;
+    os << ", "
+       << std::min<int64_t>(maxWaves,
+                            groupsPerCU * wavesPerGroup / arch.simdsPerCU)
+       << " (by LDS)";
+  }
+  os << "\n";
+}
+
+/// The main loop's static profile, for the waves of one workgroup on a CU
+/// (one per SIMD for the partial kernel).
+void printKernelLoop(const KernelMetadata &k, const TargetInfo &target,
+                     llvm::ArrayRef<DecodedInst> code,
+                     const std::map<std::string, LoopShape> &shapes,
+                     llvm::raw_ostream &os) {
+  auto profile = profileMainLoop(code);
+  if (!profile)
+    return;
+  // From an artifact: the tile's exact bytes.
+  auto shape = shapes.find(k.name);
+  std::optional<double> tileBytes;
+  if (shape != shapes.end() && shape->second.cacheBytesPerRow > 0)
+    tileBytes = double(shape->second.kvRowsPerIteration *
+                       shape->second.cacheBytesPerRow);
+  int64_t waves = std::max<int64_t>(
+      1, (k.maxFlatWorkgroupSize + k.wavefrontSize - 1) / k.wavefrontSize);
+  printLoopProfile(*profile, target, waves, os, tileBytes);
+  if (shape != shapes.end())
+    printLoopShape(*profile, shape->second, os);
+}
+} // namespace
+
+llvm::Error
+mla::amdgpu::printKernelReport(llvm::StringRef codeObject,
+                               llvm::raw_ostream &os,
+                               const std::map<std::string, LoopShape> &shapes) {
+  auto kernelsOr = readKernelMetadata(codeObject);
+  if (!kernelsOr)
+    return kernelsOr.takeError();
+  auto objectOr = llvm::object::ObjectFile::createELFObjectFile(
+      llvm::MemoryBufferRef(codeObject, "code object"));
+  if (!objectOr)
+    return error("not an ELF file: " + llvm::toString(objectOr.takeError()));
+  auto *elf = llvm::cast<llvm::object::ELF64LEObjectFile>(objectOr->get());
+  // The chip the code object was built for, from its ELF flags.
+  std::string chip =
+      elf->tryGetCPUName()
+          .value_or(lookupTarget(defaultTargetName())->arch->arch)
+          .str();
+  auto disassembled = disassembleKernels(*elf, chip);
+  if (!disassembled)
+    return disassembled.takeError();
 
   // Register file, LDS and occupancy limits come from the chip table.
   const ArchInfo *arch = lookupArch(chip);
   if (!arch || !arch->hasGPUKernels)
     return error("the kernel report knows the chips of the target table; "
                  "this code object is for " + chip);
-  bool unified = arch->unifiedRegisterFile;
-  int64_t maxWaves = arch->maxWavesPerSIMD;
-  for (const KernelMetadata &k : kernels) {
-    // Allocated in granules of 8.
-    int64_t regs = unified ? k.vgprs : k.vgprs + k.agprs;
-    int64_t granule = ((std::max<int64_t>(regs, 1) + 7) / 8) * 8;
-    int64_t wavesByRegs =
-        std::min<int64_t>(maxWaves, arch->vectorRegistersPerLane / granule);
+  const TargetInfo *target = lookupTarget(chip);
+  for (const KernelMetadata &k : *kernelsOr) {
     os << "kernel " << k.name << "\n";
-    // In a unified file the metadata's VGPR count already includes the
-    // AGPRs; say so rather than print two numbers that look additive.
-    os << "  vector_registers " << regs << " of "
-       << arch->vectorRegistersPerLane;
-    if (unified)
-      os << " (unified file, agpr " << k.agprs << " of them)";
-    else
-      os << " (vgpr " << k.vgprs << " + agpr " << k.agprs << ")";
-    os << "  sgpr " << k.sgprs << "\n";
-    os << "  lds_bytes " << k.lds << "  scratch_bytes " << k.scratch
-       << "  spills vgpr " << k.vgprSpills << " sgpr " << k.sgprSpills << "\n";
-    os << "  max_flat_workgroup_size " << k.maxFlatWorkgroupSize
-       << "  wavefront_size " << k.wavefrontSize << "\n";
-    os << "  occupancy_waves_per_simd " << wavesByRegs << " (by registers)";
-    if (k.lds > 0 && k.maxFlatWorkgroupSize > 0) {
-      int64_t wavesPerGroup =
-          (k.maxFlatWorkgroupSize + k.wavefrontSize - 1) / k.wavefrontSize;
-      int64_t groupsPerCU = arch->ldsBytesPerCU / k.lds;
-      os << ", "
-         << std::min<int64_t>(maxWaves,
-                              groupsPerCU * wavesPerGroup / arch->simdsPerCU)
-         << " (by LDS)";
-    }
-    os << "\n  instructions";
-    auto it = counts.find(k.name);
-    if (it != counts.end())
+    printKernelResources(k, *arch, os);
+    os << "  instructions";
+    auto it = disassembled->counts.find(k.name);
+    if (it != disassembled->counts.end())
       for (auto &[cls, n] : it->second)
         os << " " << cls << "=" << n;
     os << "\n";
-    // The main loop's static profile, for the waves of one workgroup on a
-    // CU (one per SIMD for the partial kernel).
-    const TargetInfo *target = lookupTarget(chip);
-    auto kernelCode = code.find(k.name);
-    if (target && kernelCode != code.end())
-      if (auto profile = profileMainLoop(kernelCode->second)) {
-        // From an artifact: the tile's exact bytes.
-        auto shape = shapes.find(k.name);
-        std::optional<double> tileBytes;
-        if (shape != shapes.end() && shape->second.cacheBytesPerRow > 0)
-          tileBytes = double(shape->second.kvRowsPerIteration *
-                             shape->second.cacheBytesPerRow);
-        printLoopProfile(*profile, *target,
-                         std::max<int64_t>(1, (k.maxFlatWorkgroupSize +
-                                               k.wavefrontSize - 1) /
-                                                  k.wavefrontSize),
-                         os, tileBytes);
-        if (shape != shapes.end())
-          printLoopShape(*profile, shape->second, os);
-      }
+    auto code = disassembled->code.find(k.name);
+    if (target && code != disassembled->code.end())
+      printKernelLoop(k, *target, code->second, shapes, os);
   }
   return llvm::Error::success();
 }
