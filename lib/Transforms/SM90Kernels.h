@@ -124,6 +124,14 @@ private:
                            mlir::Value tileIsReal,
                            llvm::function_ref<mlir::Value(mlir::Value)>
                                cacheRowOf);
+  /// mxfp4: the E8M0 scale of slot `c`'s chunk (a slot that copies
+  /// nothing reads a row within the tile; its scale is not used). A tile
+  /// past the item's end (every tile of an empty item) reads none: its
+  /// rows may lie outside the cache and the page table.
+  mlir::Value loadRowScale(mlir::OpBuilder &b, const CopySlot &c,
+                           mlir::Value tileIsReal,
+                           llvm::function_ref<mlir::Value(mlir::Value)>
+                               cacheRowOf);
   /// Bulk copies: the tile at `tileStart` into stage `stage`, a row a
   /// copy by each warp's first bulkRowsPerWarp lanes, its bytes expected
   /// on the stage's mbarrier by thread 0 (nothing past the item's end).

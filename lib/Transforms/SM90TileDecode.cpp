@@ -19,6 +19,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -279,14 +280,34 @@ SM90PartialKernel::TileCopies SM90PartialKernel::emitRowCopies(
       ifThen(b, loc, copies16, copy);
     else
       copy();
-    if (format == CacheFormat::MXFP4) {
-      // A slot that copies nothing reads a row within the tile; its scale
-      // is not used.
-      Value row = c.valid ? k.minS(c.row, k.idx(tile - 1)) : c.row;
-      copies.scales.push_back(k.load(args.kvScale, {cacheRowOf(row), c.chunk}));
-    }
+    if (format == CacheFormat::MXFP4)
+      copies.scales.push_back(loadRowScale(b, c, tileIsReal, cacheRowOf));
   }
   return copies;
+}
+
+Value SM90PartialKernel::loadRowScale(
+    OpBuilder &b, const CopySlot &c, Value tileIsReal,
+    llvm::function_ref<Value(Value)> cacheRowOf) {
+  KernelBuilder k{b, loc};
+  Value row = c.valid ? k.minS(c.row, k.idx(tile - 1)) : c.row;
+  auto load = [&] { return k.load(args.kvScale, {cacheRowOf(row), c.chunk}); };
+  if (!tileIsReal)
+    return load();
+  Type i8 = b.getI8Type();
+  auto ifOp = scf::IfOp::create(
+      b, loc, tileIsReal,
+      [&](OpBuilder &tb, Location) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+        scf::YieldOp::create(b, loc, load());
+      },
+      [&](OpBuilder &eb, Location) {
+        scf::YieldOp::create(eb, loc,
+                             Value(arith::ConstantOp::create(
+                                 eb, loc, eb.getIntegerAttr(i8, 0))));
+      });
+  return ifOp.getResult(0);
 }
 
 Value SM90PartialKernel::stageBarrier(OpBuilder &b, Value stage) {
