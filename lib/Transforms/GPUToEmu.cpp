@@ -121,6 +121,11 @@ private:
   /// Announces a load (or store) of `op` on workgroup memory to the runtime,
   /// which checks it; an op touching workgroup memory otherwise is an error.
   LogicalResult announceLdsAccess(Operation *op);
+  /// Checks the indices of `op`'s access to global memory against its
+  /// memref's sizes (the last one with the elements read or written) in
+  /// the runtime, which reports an access outside the memref as an error:
+  /// a GPU reads or writes other memory there, or faults.
+  void checkGlobalBounds(Operation *op);
   /// Replaces the single-operand `op` on a scalar or 1-D vector by `convert`
   /// applied to each element.
   LogicalResult replaceElementwise(Operation *op,
@@ -241,6 +246,55 @@ LogicalResult LaneFunctionBuilder::announceLdsAccess(Operation *op) {
   return success();
 }
 
+void LaneFunctionBuilder::checkGlobalBounds(Operation *op) {
+  Value memref;
+  ValueRange indices;
+  int64_t elements = 1;
+  bool isWrite = false;
+  auto vectorElements = [](Type t) {
+    auto vt = dyn_cast<VectorType>(t);
+    return vt ? vt.getNumElements() : int64_t(1);
+  };
+  if (auto load = dyn_cast<memref::LoadOp>(op)) {
+    memref = load.getMemRef(), indices = load.getIndices();
+  } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+    memref = store.getMemRef(), indices = store.getIndices(), isWrite = true;
+  } else if (auto load = dyn_cast<vector::LoadOp>(op)) {
+    memref = load.getBase(), indices = load.getIndices();
+    elements = vectorElements(load.getType());
+  } else if (auto store = dyn_cast<vector::StoreOp>(op)) {
+    memref = store.getBase(), indices = store.getIndices(), isWrite = true;
+    elements = vectorElements(store.getValueToStore().getType());
+  } else if (auto gather = dyn_cast<amdgpu::GatherToLDSOp>(op)) {
+    // From a bounds-checked buffer the hardware reads zeros past its end.
+    if (gather.getSrc().getDefiningOp<amdgpu::FatRawBufferCastOp>())
+      return;
+    memref = gather.getSrc(), indices = gather.getSrcIndices();
+    Type moved = gather.getTransferType();
+    int64_t bits = getElementTypeOrSelf(moved).getIntOrFloatBitWidth() *
+                   vectorElements(moved);
+    elements = bits / cast<MemRefType>(memref.getType()).getElementTypeBitWidth();
+  } else if (auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op)) {
+    memref = copy.getSrc(), indices = copy.getSrcIndices();
+    elements = copy.getDstElements().getZExtValue();
+  }
+  auto type = memref ? dyn_cast<MemRefType>(memref.getType()) : nullptr;
+  if (!type || isWorkgroupMemory(type) || indices.empty())
+    return;
+  Location loc = op->getLoc();
+  Value write = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(isWrite));
+  for (auto [d, idx] : llvm::enumerate(indices)) {
+    bool last = d + 1 == indices.size();
+    Value size = memref::DimOp::create(b, loc, memref, d);
+    call(loc, "mla_emu_global_index", {},
+         {ctx, write, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(d)),
+          i64(loc, idx),
+          arith::ConstantOp::create(b, loc,
+                                    b.getI64IntegerAttr(last ? elements : 1)),
+          i64(loc, size)});
+  }
+}
+
 LogicalResult
 LaneFunctionBuilder::replaceElementwise(Operation *op,
                                         function_ref<Value(Value)> convert) {
@@ -273,6 +327,7 @@ LogicalResult LaneFunctionBuilder::run() {
   for (Operation *op : ops) {
     b.setInsertionPoint(op);
     Outcome done;
+    checkGlobalBounds(op);
     if (failed(announceLdsAccess(op)) || failed(lowerOp(op, done)))
       return failure();
     if (done == Outcome::Replaced)

@@ -57,8 +57,10 @@ std::array<mlir::Value, 2> fp8WordToF16(mlir::OpBuilder &b,
 class SM90PartialKernel {
 public:
   /// `workgroups`: the persistent grid; `ldsLimit`: bytes of static shared
-  /// memory a block may use (both from the target).
-  SM90PartialKernel(PartialDecodeOp op, int64_t workgroups, int64_t ldsLimit);
+  /// memory a block may use (both from the target); `testHazard`: the bug
+  /// mla-to-gpu's test-hazard option builds in, if one of this kernel's.
+  SM90PartialKernel(PartialDecodeOp op, int64_t workgroups, int64_t ldsLimit,
+                    llvm::StringRef testHazard = "");
 
   std::optional<std::string> unsupported() const {
     return plan.unsupported(ldsLimit);
@@ -258,6 +260,7 @@ private:
   CacheFormat format;
   int64_t workgroups, ldsLimit;
   int64_t numHeads, qkDim, vDim, tile, pageSize;
+  std::string testHazard;
   /// The KV loop carries the softmax state, then this many accumulators,
   /// then (mxfp4) the scales of the tiles in flight.
   int64_t numAccumulators = 0;

@@ -54,7 +54,7 @@ void mla::ifThen(OpBuilder &b, Location loc, Value cond,
 }
 
 SM90PartialKernel::SM90PartialKernel(PartialDecodeOp op, int64_t workgroups,
-                                     int64_t ldsLimit)
+                                     int64_t ldsLimit, StringRef testHazard)
     : op(op), loc(op.getLoc()),
       plan(SM90KernelShape{
           cacheFormat(op.getKvFormat()), op.getNumHeads(), op.getQKHeadDim(),
@@ -66,7 +66,8 @@ SM90PartialKernel::SM90PartialKernel(PartialDecodeOp op, int64_t workgroups,
       format(cacheFormat(op.getKvFormat())), workgroups(workgroups),
       ldsLimit(ldsLimit), numHeads(op.getNumHeads()),
       qkDim(op.getQKHeadDim()), vDim(static_cast<int64_t>(op.getVHeadDim())),
-      tile(op.getConfig().getKvTile()), pageSize(op.getPageSize()) {}
+      tile(op.getConfig().getKvTile()), pageSize(op.getPageSize()),
+      testHazard(testHazard.str()) {}
 
 SmallVector<StringRef> SM90PartialKernel::argNames() const {
   SmallVector<StringRef> names = {arg::kQ, arg::kKV};

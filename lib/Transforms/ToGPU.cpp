@@ -60,12 +60,13 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
 
     // The chip comes from the planner op that feeds the work list.
     if (!llvm::is_contained({"", "drop-tile-barrier", "short-wait",
-                             "drop-max-barrier", "drop-loop-barrier"},
+                             "drop-max-barrier", "drop-loop-barrier",
+                             "unguarded-scale-load"},
                             StringRef(testHazard))) {
       module.emitError("mla-to-gpu: unknown test-hazard '")
           << testHazard
-          << "' (drop-tile-barrier, short-wait, drop-max-barrier or "
-             "drop-loop-barrier)";
+          << "' (drop-tile-barrier, short-wait, drop-max-barrier, "
+             "drop-loop-barrier or unguarded-scale-load)";
       return signalPassFailure();
     }
     // The chip comes from the planner op that feeds the work list (the
@@ -175,7 +176,7 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
     for (PartialDecodeOp op : partials) {
       const Facts &facts = factsOf[op];
       record(op, nvidia ? SM90PartialKernel(op, facts.workgroups,
-                                            facts.ldsLimit)
+                                            facts.ldsLimit, testHazard)
                               .build(kb, kernel::kPartial)
                         : PartialKernel(op, facts.xcds, facts.workgroups,
                                         facts.ldsLimit, testHazard)

@@ -129,9 +129,9 @@ static cl::opt<uint64_t> emuScheduleSeed(
 static cl::opt<std::string> testEmuHazard(
     "test-emu-hazard",
     cl::desc("Testing only (emu): build the partial kernel with one "
-             "synchronization bug (drop-tile-barrier, short-wait, "
-             "drop-max-barrier, drop-loop-barrier), to show that the "
-             "hazard checker reports it"),
+             "synchronization or bounds bug (drop-tile-barrier, short-wait, "
+             "drop-max-barrier, drop-loop-barrier; sm_90a: "
+             "unguarded-scale-load), to show that the emu reports it"),
     cl::Hidden, cl::cat(category));
 
 static cl::opt<int> replay(

@@ -311,8 +311,10 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
            "barrier between the DMA wait and the reads of the tile), "
            "short-wait (the DMA wait leaves one load of the tile in flight), "
            "drop-max-barrier (no barrier between the waves' stores of their "
-           "rows' tile maxima and the softmax's reads of them) or drop-loop-barrier (no barrier at the "
-           "end of a tile iteration)">,
+           "rows' tile maxima and the softmax's reads of them), drop-loop-barrier (no barrier at the "
+           "end of a tile iteration) or, for sm_90a, unguarded-scale-load (mxfp4: a tile past "
+           "the item's end loads its rows' E8M0 scales, outside the cache for an empty item; the "
+           "emu's global bounds check must report it)">,
     Option<"requiredArch", "required-arch", "std::string", /*default=*/"\"\"",
            "Refuse a target of another architecture (the sm_90a pipeline "
            "sets sm_90a)">

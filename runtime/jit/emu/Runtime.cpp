@@ -643,6 +643,25 @@ static void mla_emu_lds_write(int64_t ctx, int64_t address, int64_t bytes) {
   ldsAccess(ctx, address, bytes, /*isWrite=*/true);
 }
 
+/// Index `index` of dimension `dim` of a global memref of `size` there,
+/// with the `count` elements from it that an access reads or writes: one
+/// outside the memref is an error (on a GPU it reads or writes other memory,
+/// or faults).
+static void mla_emu_global_index(int64_t ctx, int64_t isWrite, int64_t dim,
+                                 int64_t index, int64_t count, int64_t size) {
+  if (index >= 0 && index <= size - count)
+    return;
+  Lane &lane = laneOf(ctx);
+  fail(lane, std::string(isWrite ? "a global write" : "a global read") +
+                 " outside its buffer in " + workgroupName(*lane.wg) +
+                 " (thread " + std::to_string(lane.id) + "): index " +
+                 std::to_string(index) +
+                 (count > 1 ? " (+" + std::to_string(count) + " elements)"
+                            : std::string()) +
+                 " of dimension " + std::to_string(dim) + " of size " +
+                 std::to_string(size));
+}
+
 /// An asynchronous copy's source bytes, read at issue, for `dst`.
 static Lane::AsyncCopy captureCopy(int64_t src, int64_t dst, int64_t bytes) {
   Lane::AsyncCopy copy;
@@ -988,6 +1007,8 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
       {"mla_emu_prmt", reinterpret_cast<void *>(&mla_emu_prmt)},
       {"mla_emu_wgmma_bf16", reinterpret_cast<void *>(&mla_emu_wgmma_bf16)},
       {"mla_emu_lds_write", reinterpret_cast<void *>(&mla_emu_lds_write)},
+      {"mla_emu_global_index",
+       reinterpret_cast<void *>(&mla_emu_global_index)},
       {"mla_emu_async_copy", reinterpret_cast<void *>(&mla_emu_async_copy)},
       {"mla_emu_async_commit",
        reinterpret_cast<void *>(&mla_emu_async_commit)},
