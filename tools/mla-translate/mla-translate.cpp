@@ -20,6 +20,7 @@
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/InitAllDialects.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
@@ -55,6 +56,9 @@ bool isTarArchive(llvm::StringRef bytes) {
   return bytes.size() > 262 && bytes.substr(257, 5) == "ustar";
 }
 
+/// A code object is an ELF file.
+bool isELF(llvm::StringRef bytes) { return bytes.starts_with("\177ELF"); }
+
 /// What the artifact says of its partial kernel's loop: the config's
 /// kv_tile and the launch's row grouping (none if the config does not
 /// parse).
@@ -77,6 +81,34 @@ loopShapes(const mla::Artifact &artifact, MLIRContext *context) {
   return shapes;
 }
 
+/// What a module at the ROCDL level says of its partial kernel's loop: its
+/// mla.partial_decode's kv_tile, format and Dqk, and the kernel's row
+/// grouping from its mla.launch.
+std::map<std::string, mla::amdgpu::LoopShape> loopShapes(ModuleOp module) {
+  std::map<std::string, mla::amdgpu::LoopShape> shapes;
+  module.walk([&](mla::PartialDecodeOp op) {
+    auto kernel =
+        op->getAttrOfType<SymbolRefAttr>(mla::MLADialect::kKernelAttrName);
+    // An llvm.func by now (a gpu.func before the ROCDL lowering).
+    Operation *func =
+        kernel ? SymbolTable::lookupNearestSymbolFrom(op, kernel) : nullptr;
+    auto launch = func ? func->getAttrOfType<DictionaryAttr>(
+                             mla::MLADialect::kLaunchAttrName)
+                       : nullptr;
+    auto rows =
+        launch ? launch.getAs<IntegerAttr>("rows_per_workgroup") : nullptr;
+    auto heads =
+        launch ? launch.getAs<IntegerAttr>("heads_per_block") : nullptr;
+    if (!rows || !heads)
+      return;
+    shapes[kernel.getLeafReference().str()] = {
+        op.getConfig().getKvTile(), rows.getInt(), heads.getInt(),
+        mla::cacheBytesPerRow(mla::cacheFormat(op.getKvFormat()),
+                              op.getQKHeadDim())};
+  });
+  return shapes;
+}
+
 /// The gpu.modules of the input; a diagnostic when there is none.
 FailureOr<SmallVector<gpu::GPUModuleOp>> deviceModules(Operation *op) {
   SmallVector<gpu::GPUModuleOp> modules;
@@ -93,6 +125,29 @@ FailureOr<SmallVector<gpu::GPUModuleOp>> deviceModules(Operation *op) {
 
 LogicalResult report(Operation *op, llvm::Error err) {
   return emitError(op->getLoc(), llvm::toString(std::move(err)));
+}
+
+/// The code object of the one gpu.module of `op` (at the ROCDL level).
+FailureOr<std::string> codeObjectOf(Operation *op) {
+  auto modules = deviceModules(op);
+  if (failed(modules))
+    return failure();
+  if (modules->size() != 1)
+    return emitError(op->getLoc(),
+                     "one code object holds one gpu.module; found ")
+           << modules->size();
+  gpu::GPUModuleOp gpuModule = modules->front();
+  llvm::LLVMContext context;
+  auto llvmModule = mla::amdgpu::translateToLLVMIR(gpuModule, context);
+  if (!llvmModule)
+    return report(gpuModule, llvmModule.takeError());
+  auto object = mla::amdgpu::emitObject(**llvmModule);
+  if (!object)
+    return report(gpuModule, object.takeError());
+  auto hsaco = mla::amdgpu::linkCodeObject(*object);
+  if (!hsaco)
+    return report(gpuModule, hsaco.takeError());
+  return std::move(*hsaco);
 }
 
 /// Compiles each gpu.module and hands its LLVM module to `emit`.
@@ -184,32 +239,19 @@ int main(int argc, char **argv) {
       "mla-to-hsaco",
       "Compile the gpu.module to an HSA code object (ELF, linked by ld.lld)",
       [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
-        auto modules = deviceModules(op);
-        if (failed(modules))
+        FailureOr<std::string> hsaco = codeObjectOf(op);
+        if (failed(hsaco))
           return failure();
-        if (modules->size() != 1)
-          return emitError(op->getLoc(),
-                           "one code object holds one gpu.module; found ")
-                 << modules->size();
-        return forEachDeviceModule(
-            op, [&](gpu::GPUModuleOp gpuModule, llvm::Module &module) {
-              auto object = mla::amdgpu::emitObject(module);
-              if (!object)
-                return report(gpuModule, object.takeError());
-              auto hsaco = mla::amdgpu::linkCodeObject(*object);
-              if (!hsaco)
-                return report(gpuModule, hsaco.takeError());
-              os << *hsaco;
-              return success();
-            });
+        os << *hsaco;
+        return success();
       },
       registerDialects);
 
   TranslateRegistration kernelReport(
       "kernel-report",
-      "Read an HSA code object (or the one in an .mla artifact) and print, "
-      "per kernel, registers, LDS, scratch, occupancy, instruction counts "
-      "and the main loop's profile",
+      "Read an HSA code object (or the one in an .mla artifact, or compile "
+      "a ROCDL-level module to one) and print, per kernel, registers, LDS, "
+      "scratch, occupancy, instruction counts and the main loop's profile",
       [](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
          llvm::raw_ostream &os, MLIRContext *context) -> LogicalResult {
         const llvm::MemoryBuffer *input =
@@ -231,6 +273,23 @@ int main(int argc, char **argv) {
           codeObject = std::move(artifact->hsaco);
           bytes = codeObject;
           shapes = loopShapes(*artifact, context);
+        } else if (!isELF(bytes)) {
+          // MLIR text or bytecode: `mla-opt --mla-decode-to-gfx950`'s
+          // output, whose decode op gives the loop's exact tile bytes.
+          DialectRegistry registry;
+          registerDialects(registry);
+          context->appendDialectRegistry(registry);
+          OwningOpRef<ModuleOp> module =
+              parseSourceFile<ModuleOp>(*sourceMgr, ParserConfig(context));
+          if (!module)
+            return fail("not an ELF file, an .mla artifact or an MLIR "
+                        "module");
+          FailureOr<std::string> hsaco = codeObjectOf(*module);
+          if (failed(hsaco))
+            return failure();
+          codeObject = std::move(*hsaco);
+          bytes = codeObject;
+          shapes = loopShapes(*module);
         }
         if (llvm::Error err =
                 mla::amdgpu::printKernelReport(bytes, os, shapes))
