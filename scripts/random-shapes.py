@@ -5,7 +5,8 @@ against the float64 reference.
     scripts/random-shapes.py [--seed S] [--count N] [--mla-run PATH]
 
 Each case draws a format, a backend (the emu with the gfx950 or the
-sm_90a kernels, or the cpu pipelines), heads, q_len, a batch of kv lengths
+sm_90a kernels, or the cpu pipelines), heads, q_len (one for the batch or
+one a sequence), a batch of kv lengths
 (empty sequences and tile edges among them), head dimensions, a paged
 cache or a pool with spare rows, sharp attention, a forced split count,
 wave mapping or lane order. One line per case; exit 1 if any case fails
@@ -32,11 +33,15 @@ def kv_length(rng):
 
 def draw_case(rng):
     backend = rng.choice(['gfx950', 'gfx950', 'sm_90a', 'cpu'])
+    kv_lens = [kv_length(rng) for _ in range(rng.randint(1, 5))]
+    # One q_len for the batch, or (a third of the cases) one a sequence.
+    q_lens = [rng.choice([1, 1, 2, 3, 4])]
+    if rng.random() < 1 / 3:
+        q_lens = [rng.randint(1, 4) for _ in kv_lens]
     args = ['--generate', '--format', rng.choice(FORMATS),
             '--heads', str(rng.choice(HEADS)),
-            '--q-len', str(rng.choice([1, 1, 2, 3, 4])),
-            '--kv-len', ','.join(str(kv_length(rng))
-                                 for _ in range(rng.randint(1, 5))),
+            '--q-len', ','.join(map(str, q_lens)),
+            '--kv-len', ','.join(map(str, kv_lens)),
             '--seed', str(rng.randint(0, 10**6))]
     if backend == 'cpu':
         args = ['--backend', 'cpu', '--pipeline',

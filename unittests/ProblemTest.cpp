@@ -35,6 +35,21 @@ TEST(Generate, BuildsIndptrsFromLengths) {
   EXPECT_EQ(p.q.size(), 6u * 16 * 576);
 }
 
+TEST(Generate, TakesOneQueryCountPerSequence) {
+  GenerateOptions o;
+  o.kvLens = {5, 0, 3};
+  o.qLens = {1, 4, 2};
+  auto p = generateProblem(o);
+  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  EXPECT_EQ(p->qoIndptr, (std::vector<int32_t>{0, 1, 5, 7}));
+  EXPECT_EQ(p->numTokens, 7);
+  o.qLens = {1, 4};
+  auto wrong = generateProblem(o);
+  ASSERT_FALSE(bool(wrong));
+  EXPECT_EQ(llvm::toString(wrong.takeError()),
+            "--q-len lists 2 token counts for 3 sequences");
+}
+
 TEST(Generate, Fp8ScaleIsAmaxOver448) {
   DecodeProblem p = generated(CacheFormat::FP8, {64});
   // Some element reaches the top code, none exceeds it.

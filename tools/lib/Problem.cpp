@@ -240,9 +240,16 @@ mla::generateProblem(const GenerateOptions &options) {
   }
   if (batch > (int64_t(1) << 20))
     return error("--batch " + llvm::Twine(batch) + " exceeds 2^20 sequences");
-  if (options.qLen < 0 || options.qLen > 1024)
-    return error("--q-len " + llvm::Twine(options.qLen) +
-                 " query tokens per sequence; 1..4 are supported");
+  std::vector<int64_t> qLens = options.qLens;
+  if (qLens.empty())
+    qLens.assign(batch, options.qLen);
+  if ((int64_t)qLens.size() != batch)
+    return error("--q-len lists " + llvm::Twine(qLens.size()) +
+                 " token counts for " + llvm::Twine(batch) + " sequences");
+  for (int64_t n : qLens)
+    if (n < 0 || n > 1024)
+      return error("--q-len " + llvm::Twine(n) +
+                   " query tokens per sequence; 1..4 are supported");
   // Refuse what would not fit in memory (or in the int32 indptrs) up front
   // rather than dying in an allocation.
   if (options.spareRows < 0 || options.spareRows > (int64_t(1) << 24))
@@ -266,9 +273,9 @@ mla::generateProblem(const GenerateOptions &options) {
   p.vDim = options.vDim;
   p.qoIndptr.push_back(0);
   p.kvIndptr.push_back(0);
-  for (int64_t len : lens) {
-    p.qoIndptr.push_back(p.qoIndptr.back() + options.qLen);
-    p.kvIndptr.push_back(p.kvIndptr.back() + len);
+  for (int64_t b = 0; b < batch; ++b) {
+    p.qoIndptr.push_back(p.qoIndptr.back() + qLens[b]);
+    p.kvIndptr.push_back(p.kvIndptr.back() + lens[b]);
   }
   p.numTokens = p.qoIndptr.back();
   p.numRows = p.kvIndptr.back();

@@ -47,8 +47,9 @@ static cl::opt<int64_t> batch("batch", cl::desc("Sequences (default: one per --k
                               cl::init(0), cl::cat(category));
 static cl::list<int64_t> kvLens("kv-len", cl::desc("KV length, or one per sequence"),
                                 cl::CommaSeparated, cl::cat(category));
-static cl::opt<int64_t> qLen("q-len", cl::desc("Query tokens per sequence (1..4)"),
-                             cl::init(1), cl::cat(category));
+static cl::list<int64_t> qLens("q-len",
+                              cl::desc("Query tokens per sequence (1..4), or one count per sequence (default 1)"),
+                              cl::CommaSeparated, cl::cat(category));
 static cl::opt<int64_t> heads("heads", cl::desc("Query heads H (multiple of 16, <= 128)"),
                               cl::init(16), cl::cat(category));
 static cl::opt<int64_t> qkDim("qk-dim", cl::desc("q/k head dim Dqk (generated inputs)"),
@@ -491,20 +492,24 @@ ReplayMaxima replayMaxima(const GenerateOptions &base) {
 }
 
 /// One random step within the maxima: 1..seqs sequences, one q_len of
-/// 1..4, lengths drawn from 0, 1, the tile edges and the range.
+/// 1..4 for all (odd steps: one a sequence), lengths drawn from 0, 1, the
+/// tile edges and the range.
 GenerateOptions replayStep(const GenerateOptions &base, const ReplayMaxima &m,
-                           std::mt19937_64 &rng) {
+                           std::mt19937_64 &rng, bool mixedQLens) {
   GenerateOptions step = base;
   step.batch = 0;
   step.seed = rng();
-  step.qLen = 1 + int64_t(rng() % kMaxQueryTokens);
+  int64_t qLen = 1 + int64_t(rng() % kMaxQueryTokens);
   int64_t seqs = 1 + int64_t(rng() % m.seqs);
   const int64_t edges[] = {0, 1, 63, 64, 65, 127, 128, 129, m.kvLen};
   step.kvLens.clear();
+  step.qLens.clear();
   for (int64_t b = 0; b < seqs; ++b) {
     int64_t len = rng() % 2 ? edges[rng() % std::size(edges)]
                             : int64_t(rng() % (m.kvLen + 1));
     step.kvLens.push_back(std::min(len, m.kvLen));
+    step.qLens.push_back(mixedQLens ? 1 + int64_t(rng() % kMaxQueryTokens)
+                                    : qLen);
   }
   return step;
 }
@@ -591,7 +596,7 @@ llvm::Expected<int> runReplay(const GenerateOptions &base,
                               const KernelSignature &sig, int steps) {
   ReplayMaxima m = replayMaxima(base);
   std::mt19937_64 rng(base.seed);
-  auto first = generateProblem(replayStep(base, m, rng));
+  auto first = generateProblem(replayStep(base, m, rng, false));
   if (!first)
     return first.takeError();
   Handles h;
@@ -637,7 +642,8 @@ llvm::Expected<int> runReplay(const GenerateOptions &base,
   Tolerance tol = toleranceFor(first->format, true);
   int passed = 0;
   for (int s = 0; s < steps; ++s) {
-    auto p = s == 0 ? std::move(first) : generateProblem(replayStep(base, m, rng));
+    auto p = s == 0 ? std::move(first)
+                    : generateProblem(replayStep(base, m, rng, s % 2 == 1));
     if (!p)
       return p.takeError();
     if (llvm::Error err = writeStep(h.context, *r, *p, m))
@@ -662,13 +668,15 @@ llvm::Expected<int> runReplay(const GenerateOptions &base,
         compareWithReference(referenceDecode(*p), got.out, got.lse, tol);
     bool ok = status == 0 && report.passed(tol);
     passed += ok;
-    std::string lens;
-    for (int64_t b = 0; b < p->numSeqs(); ++b)
+    std::string lens, qLens;
+    for (int64_t b = 0; b < p->numSeqs(); ++b) {
       lens += (b ? "," : "") + std::to_string(p->kvLength(b));
-    llvm::outs() << llvm::format("step %d: B=%lld q_len=%lld kv=[%s] "
+      qLens += (b ? "," : "") +
+               std::to_string(p->qoIndptr[b + 1] - p->qoIndptr[b]);
+    }
+    llvm::outs() << llvm::format("step %d: B=%lld q_len=[%s] kv=[%s] "
                                  "status=%d rel_err=%.3e lse_max_abs_err=%.3e %s\n",
-                                 s, (long long)p->numSeqs(),
-                                 (long long)(p->numTokens / std::max<int64_t>(1, p->numSeqs())),
+                                 s, (long long)p->numSeqs(), qLens.c_str(),
                                  lens.c_str(), status, report.relErr,
                                  report.lseMaxAbsErr, ok ? "PASS" : "FAIL");
   }
@@ -776,7 +784,7 @@ static int replaySteps(const DecodeFacts &facts) {
   if (!facts.format)
     return fail("--replay needs --format bf16|fp8|mxfp4 (or an --artifact)");
   if (repeat > 1 || kvTraffic || !saveInputs.empty() || !outPath.empty() ||
-      !lsePath.empty() || noCheck || qLen.getNumOccurrences() || spareRows != 0)
+      !lsePath.empty() || noCheck || qLens.getNumOccurrences() || spareRows != 0)
     return fail("--replay draws each step's batch and q_len and checks every "
                 "step: --repeat, --kv-traffic, --save-inputs, --out, --lse, "
                 "--no-check, --q-len and --spare-rows do not apply");
@@ -813,7 +821,10 @@ static llvm::Expected<DecodeProblem> makeProblem(const DecodeFacts &facts) {
     GenerateOptions opts =
         generateOptions(*facts.format, facts.numHeads, facts.qkWidth,
                         facts.vWidth, facts.rowsPerPage);
-    opts.qLen = qLen;
+    if (qLens.size() == 1)
+      opts.qLen = qLens[0];
+    else
+      opts.qLens.assign(qLens.begin(), qLens.end());
     opts.spareRows = spareRows;
     auto generated = generateProblem(opts);
     if (!generated)

@@ -61,6 +61,9 @@ struct GenerateOptions {
   int64_t batch = 0; // 0: one sequence per listed kv length
   std::vector<int64_t> kvLens = {1024};
   int64_t qLen = 1;
+  /// Query tokens of each sequence, one per sequence; when given, instead
+  /// of qLen (a batch mixing 1..4 tokens a sequence).
+  std::vector<int64_t> qLens;
   int64_t numHeads = 16;
   int64_t qkDim = 576, vDim = 512;
   uint64_t seed = 0;
