@@ -273,7 +273,8 @@ void LaneFunctionBuilder::checkGlobalBounds(Operation *op) {
     Type moved = gather.getTransferType();
     int64_t bits = getElementTypeOrSelf(moved).getIntOrFloatBitWidth() *
                    vectorElements(moved);
-    elements = bits / cast<MemRefType>(memref.getType()).getElementTypeBitWidth();
+    elements =
+        bits / cast<MemRefType>(memref.getType()).getElementTypeBitWidth();
   } else if (auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op)) {
     memref = copy.getSrc(), indices = copy.getSrcIndices();
     elements = copy.getDstElements().getZExtValue();
