@@ -50,6 +50,36 @@ TEST(Generate, TakesOneQueryCountPerSequence) {
             "--q-len lists 2 token counts for 3 sequences");
 }
 
+TEST(Generate, OutliersScaleRowsAndColumnsAndLeaveTheRest) {
+  GenerateOptions o;
+  o.format = CacheFormat::BF16;
+  o.kvLens = {40};
+  auto plain = generateProblem(o);
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  o.outliers = 2;
+  auto large = generateProblem(o);
+  ASSERT_TRUE(bool(large)) << llvm::toString(large.takeError());
+  // Up to 2 rows and 2 columns 30 times larger (900 where they cross, up
+  // to bf16's rounding); every other value equal.
+  int64_t changed = 0, rows = plain->numRows, cols = plain->qkDim;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      double a = plain->kvValue(r, c), b = large->kvValue(r, c);
+      if (a == b)
+        continue;
+      ++changed;
+      double ratio = b / a;
+      EXPECT_TRUE(std::fabs(ratio - 30.0) < 0.3 || std::fabs(ratio - 900.0) < 9)
+          << ratio;
+    }
+  EXPECT_GE(changed, cols);
+  EXPECT_LE(changed, 2 * cols + 2 * rows);
+  o.outliers = -1;
+  auto bad = generateProblem(o);
+  ASSERT_FALSE(bool(bad));
+  EXPECT_EQ(llvm::toString(bad.takeError()), "--outliers -1 outside 0..1024");
+}
+
 TEST(Generate, Fp8ScaleIsAmaxOver448) {
   DecodeProblem p = generated(CacheFormat::FP8, {64});
   // Some element reaches the top code, none exceeds it.

@@ -158,6 +158,23 @@ void encodeCache(DecodeProblem &p, const std::vector<float> &values) {
   }
 }
 
+/// Scales options.outliers random rows and as many random columns of the
+/// cache by kOutlierFactor (a stream of their own: the other values stay
+/// those of the same seed without outliers).
+void addOutliers(std::vector<double> &values, const DecodeProblem &p,
+                 const GenerateOptions &options) {
+  if (options.outliers <= 0 || p.numRows == 0)
+    return;
+  std::mt19937_64 engine(options.seed ^ 0x6a09e667f3bcc909ULL);
+  for (int64_t i = 0; i < options.outliers; ++i) {
+    int64_t row = engine() % p.numRows, col = engine() % p.qkDim;
+    for (int64_t c = 0; c < p.qkDim; ++c)
+      values[row * p.qkDim + c] *= GenerateOptions::kOutlierFactor;
+    for (int64_t r = 0; r < p.numRows; ++r)
+      values[r * p.qkDim + col] *= GenerateOptions::kOutlierFactor;
+  }
+}
+
 /// Pages of a generated paged pool: the batch's, the spare rows rounded up
 /// to pages, and a quarter more (at least one), so that the pool is always
 /// larger than the batch.
@@ -252,6 +269,9 @@ mla::generateProblem(const GenerateOptions &options) {
                    " query tokens per sequence; 1..4 are supported");
   // Refuse what would not fit in memory (or in the int32 indptrs) up front
   // rather than dying in an allocation.
+  if (options.outliers < 0 || options.outliers > 1024)
+    return error("--outliers " + llvm::Twine(options.outliers) +
+                 " outside 0..1024");
   if (options.spareRows < 0 || options.spareRows > (int64_t(1) << 24))
     return error("--spare-rows " + llvm::Twine(options.spareRows) +
                  " outside 0..2^24");
@@ -289,10 +309,14 @@ mla::generateProblem(const GenerateOptions &options) {
     v = floatToBF16((float)(0.02 * options.qScale * normal.next()));
 
   // The cache is drawn in bf16 first, then quantized.
-  std::vector<float> values(p.numRows * p.qkDim);
-  for (float &v : values)
-    v = bf16ToFloat(floatToBF16((float)(0.02 * normal.next())));
-  encodeCache(p, values);
+  std::vector<double> values(p.numRows * p.qkDim);
+  for (double &v : values)
+    v = 0.02 * normal.next();
+  addOutliers(values, p, options);
+  std::vector<float> rounded(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    rounded[i] = bf16ToFloat(floatToBF16((float)values[i]));
+  encodeCache(p, rounded);
 
   if (options.pageSize > 0) {
     scatterIntoPages(p, lens, options);

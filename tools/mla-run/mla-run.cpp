@@ -68,6 +68,11 @@ static cl::opt<int64_t> spareRows(
     cl::desc("Generated inputs: a cache pool with N rows after the batch's, "
              "filled with NaN codes (never read)"),
     cl::init(0), cl::cat(category));
+static cl::opt<int64_t> outliers(
+    "outliers",
+    cl::desc("Generated inputs: N random cache rows and N random columns 30 "
+             "times larger (large activations)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<int64_t> pageSize(
     "page-size",
     cl::desc("Generated inputs: a paged cache of P rows per page (a power of "
@@ -698,6 +703,7 @@ static GenerateOptions generateOptions(CacheFormat format, int64_t numHeads,
   opts.qkDim = qkWidth;
   opts.vDim = vWidth;
   opts.seed = seed;
+  opts.outliers = outliers;
   opts.qScale = qScale;
   opts.pageSize = rowsPerPage;
   return opts;
@@ -710,6 +716,8 @@ static std::optional<std::string> flagConflict(bool split, bool emu) {
   if (spareRows != 0 && !generate)
     return "--spare-rows shapes generated inputs; with --inputs the pool is "
            "kv.npy's rows";
+  if (outliers != 0 && !generate)
+    return "--outliers shapes generated inputs";
   if (pageSize != 0 && !generate)
     return "--page-size shapes generated inputs; with --inputs the page size "
            "is kv.npy's second dimension";

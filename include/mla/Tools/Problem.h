@@ -69,6 +69,11 @@ struct GenerateOptions {
   uint64_t seed = 0;
   /// Multiplies q (0.02 N(0,1)); large values give sharp attention.
   double qScale = 1.0;
+  /// Outliers: this many cache rows and as many of the Dqk columns, drawn
+  /// at random, are kOutlierFactor times larger (the large activations of
+  /// a real cache; fp8's per-tensor and mxfp4's block scales follow them).
+  int64_t outliers = 0;
+  static constexpr double kOutlierFactor = 30.0;
   /// Rows after the batch's (a cache pool larger than the batch), every
   /// byte 0xFF: NaN codes in bf16 and fp8, NaN block scales in mxfp4.
   int64_t spareRows = 0;
