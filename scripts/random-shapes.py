@@ -9,7 +9,7 @@ sm_90a kernels, or the cpu pipelines), heads, q_len (one for the batch or
 one a sequence), a batch of kv lengths
 (empty sequences and tile edges among them), head dimensions, a paged
 cache or a pool with spare rows, sharp attention, outlier rows and columns
-of the cache, a forced split count,
+of the cache, another softmax scale, a forced split count,
 wave mapping or lane order. One line per case; exit 1 if any case fails
 (an error, a crash, or numbers outside the tolerance). The same seed
 draws the same cases.
@@ -60,6 +60,8 @@ def draw_case(rng):
         args += ['--q-scale', str(rng.choice([30, 100, 300, 1000]))]
     if rng.random() < 0.2:
         args += ['--outliers', str(rng.randint(1, 4))]
+    if rng.random() < 0.15:
+        args += ['--sm-scale', str(rng.choice([0.01, 0.0722, 0.3, 1.0]))]
     if 'decompose' not in args and rng.random() < 0.2:
         args += ['--splits', str(rng.randint(1, 12))]
     if backend != 'cpu' and rng.random() < 0.2:
