@@ -7,8 +7,11 @@ C API, and in the same process:
 
   1. measures the read bandwidth of the card with a plain streaming kernel;
   2. checks every artifact on random batches (variable lengths, q_len 1..4,
-     sharp attention, paged caches) against a float64 reference, and one
-     captured launch with a device plan replaying batches of other sizes;
+     sharp attention, paged caches) against a float64 reference, one
+     captured launch with a device plan replaying batches of other sizes,
+     and (--random N) N random batches on random artifacts: empty
+     sequences and tile edges, q_len mixed in a batch, outlier cache rows,
+     pools with spare rows or pages of NaN codes;
   3. times the shapes of the issue for our kernels, a PyTorch
      implementation and the seed's Triton kernel (fp8): CUDA events around
      replays of a CUDA graph of 8 or more calls (the device time without the
@@ -38,20 +41,39 @@ L2_BYTES = 60 << 20
 
 # --- inputs ------------------------------------------------------------------
 
-def make_cache(fmt, rows, gen, dqk=DQK):
-    """A random cache of `rows` rows in `fmt`: (kv, kv_scale)."""
+def make_cache(fmt, rows, gen, dqk=DQK, outliers=0):
+    """A random cache of `rows` rows in `fmt`: (kv, kv_scale). `outliers`
+    random rows are 8 times larger (fp8: up to e4m3's 448)."""
     dev = "cuda"
+    picked = torch.randint(0, max(rows, 1), (outliers if rows else 0,),
+                           device=dev, generator=gen)
     if fmt == "bf16":
-        return torch.randn(rows, dqk, device=dev, generator=gen).bfloat16(), None
+        kv = torch.randn(rows, dqk, device=dev, generator=gen)
+        kv[picked] *= 8.0
+        return kv.bfloat16(), None
     if fmt == "fp8":
         codes = (torch.randn(rows, dqk, device=dev, generator=gen) * 4.0)
+        codes[picked] = (codes[picked] * 8.0).clamp(-448.0, 448.0)
         return (codes.to(torch.float8_e4m3fn),
                 torch.tensor([0.25], device=dev, dtype=torch.float32))
     codes = torch.randint(0, 256, (rows, dqk // 2), device=dev,
                           dtype=torch.uint8, generator=gen)
     scales = torch.randint(124, 129, (rows, dqk // 32), device=dev,
                            dtype=torch.uint8, generator=gen)
+    scales[picked] += 3
     return codes, scales
+
+
+def nan_rows(fmt, rows, like):
+    """`rows` cache rows of NaN codes (mxfp4: NaN block scales) shaped as
+    `like`'s rows: (kv rows, scale rows or None)."""
+    shape = (rows,) + tuple(like[0].shape[1:])
+    if fmt == "mxfp4":
+        return (torch.full(shape, 255, dtype=torch.uint8, device="cuda"),
+                torch.full((rows,) + tuple(like[1].shape[1:]), 255,
+                           dtype=torch.uint8, device="cuda"))
+    nan = torch.full(shape, float("nan"), device="cuda").to(like[0].dtype)
+    return nan, None
 
 
 _TABLES = {}
@@ -75,19 +97,24 @@ def dequantize(fmt, kv, scale, dtype):
     table = e2m1_table(kv.device, dtype)
     lo = table[(kv & 15).long()]
     hi = table[(kv >> 4).long()]
-    values = torch.stack([lo, hi], dim=-1).reshape(kv.shape[0], -1)
+    rows, width = kv.shape[0], 2 * kv.shape[1]  # explicit: rows may be 0
+    values = torch.stack([lo, hi], dim=-1).reshape(rows, width)
     blocks = torch.exp2(scale.to(dtype) - 127.0)
-    return (values.view(kv.shape[0], -1, 32) * blocks.unsqueeze(-1)).reshape(
-        kv.shape[0], -1)
+    return (values.view(rows, width // 32, 32) *
+            blocks.unsqueeze(-1)).reshape(rows, width)
 
 
-def make_batch(fmt, heads, kv_lens, q_lens, seed, q_scale=1.0, page_size=0):
+def make_batch(fmt, heads, kv_lens, q_lens, seed, q_scale=1.0, page_size=0,
+               outliers=0, spare=0):
+    """Sequences of `kv_lens` rows and `q_lens` tokens. `spare`: rows (or,
+    paged, pages) of NaN codes in the pool besides the batch's, never to be
+    read."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
     qo = [0]
     for n in q_lens:
         qo.append(qo[-1] + n)
     rows = sum(kv_lens)
-    kv, scale = make_cache(fmt, rows, gen)
+    kv, scale = make_cache(fmt, rows, gen, outliers=outliers)
     q = (torch.randn(qo[-1], heads, DQK, device="cuda", generator=gen)
          * q_scale).bfloat16()
     batch = {"fmt": fmt, "heads": heads, "q": q, "kv": kv, "scale": scale,
@@ -98,17 +125,18 @@ def make_batch(fmt, heads, kv_lens, q_lens, seed, q_scale=1.0, page_size=0):
     batch["kv_rows"] = kv_indptr  # the contiguous rows of each sequence
     if page_size == 0:
         batch["kv_indptr"] = kv_indptr
+        if spare:
+            nan_kv, nan_scale = nan_rows(fmt, spare, (kv, scale))
+            batch["kv"] = torch.cat([kv, nan_kv])
+            if fmt == "mxfp4":
+                batch["scale"] = torch.cat([scale, nan_scale])
         return batch
     # Paged: each sequence's rows scattered into pages of a shuffled pool.
     pages = [max(0, -(-n // page_size)) for n in kv_lens]
-    total = sum(pages)
+    used_pages = sum(pages)
+    total = used_pages + spare
     order = torch.randperm(total, generator=torch.Generator().manual_seed(seed))
-    pool_kv = torch.empty((total * page_size,) + tuple(kv.shape[1:]),
-                          dtype=kv.dtype, device="cuda")
-    pool_scale = None
-    if fmt == "mxfp4":
-        pool_scale = torch.full((total * page_size, scale.shape[1]), 127,
-                                dtype=torch.uint8, device="cuda")
+    pool_kv, pool_scale = nan_rows(fmt, total * page_size, (kv, scale))
     indices, indptr, last, used = [], [0], [], 0
     for b, n in enumerate(kv_lens):
         for p in range(pages[b]):
@@ -133,25 +161,24 @@ def make_batch(fmt, heads, kv_lens, q_lens, seed, q_scale=1.0, page_size=0):
 
 # --- the float64 reference ---------------------------------------------------
 
-def reference(batch, sm_scale, sample=None):
-    """out [T, H, Dv] and lse [T, H] in float64 for the sequences in
-    `sample` (all when None); the others stay NaN."""
+def reference(batch, sm_scale, sample=None, dtype=torch.float64):
+    """out [T, H, Dv] and lse [T, H] in float64 (or `dtype`) for the
+    sequences in `sample` (all when None); the others stay NaN."""
     fmt = batch["fmt"]
     kv = batch.get("contiguous_kv", batch["kv"])
     scale = batch.get("contiguous_scale", batch["scale"])
     q, qo, rows = batch["q"], batch["qo"], batch["kv_rows"]
     T, H = q.shape[0], q.shape[1]
-    out = torch.full((T, H, DV), float("nan"), dtype=torch.float64,
-                     device="cuda")
-    lse = torch.full((T, H), float("nan"), dtype=torch.float64, device="cuda")
+    out = torch.full((T, H, DV), float("nan"), dtype=dtype, device="cuda")
+    lse = torch.full((T, H), float("nan"), dtype=dtype, device="cuda")
     seqs = range(len(qo) - 1) if sample is None else sample
     for b in seqs:
         k = dequantize(fmt, kv[rows[b]:rows[b + 1]],
                        None if scale is None else
                        (scale if fmt == "fp8" else scale[rows[b]:rows[b + 1]]),
-                       torch.float64)
+                       dtype)
         n_q, n_kv = qo[b + 1] - qo[b], rows[b + 1] - rows[b]
-        qs = q[qo[b]:qo[b + 1]].to(torch.float64)          # [n_q, H, Dqk]
+        qs = q[qo[b]:qo[b + 1]].to(dtype)                  # [n_q, H, Dqk]
         s = torch.einsum("thd,nd->thn", qs, k) * sm_scale  # [n_q, H, n_kv]
         # Token i sees positions < n_kv - (n_q - 1 - i).
         pos = torch.arange(n_kv, device="cuda")
@@ -382,6 +409,68 @@ def check_artifacts(rt, artifacts, log):
     return results
 
 
+def random_lengths(rng):
+    """1..6 kv lengths: empty, the tile edges, short and long (to 9000)."""
+    return [rng.choice([0, 1, 2, 63, 64, 65, 127, 128, 129,
+                        rng.randint(1, 80), rng.randint(60, 3000),
+                        rng.randint(3000, 9000)])
+            for _ in range(rng.randint(1, 6))]
+
+
+def check_random(rt, artifacts, log, count, seed):
+    """`count` random valid batches on random artifacts against float64
+    (what scripts/random-shapes.py draws for the emu, on the GPU): lengths
+    from random_lengths, one q_len of 1..4 or one a sequence, sharp
+    attention, outlier cache rows, pools with spare rows or pages of NaN
+    codes. The same seed draws the same cases."""
+    import random
+    rng = random.Random(seed)
+    results = []
+    for case in range(count):
+        name = rng.choice(sorted(artifacts))
+        kernel, info = artifacts[name]
+        fmt = mla_runtime.FORMATS[info.kv_format]
+        lens = random_lengths(rng)
+        q_lens = [rng.randint(1, 4)] * len(lens)
+        if rng.random() < 0.5:
+            q_lens = [rng.randint(1, 4) for _ in lens]
+        q_scale = rng.choice([1.0, 1.0, 10.0, 30.0])
+        outliers = rng.choice([0, 0, 1, 8])
+        spare = rng.choice([0, 0, 1, 40])
+        if sum(lens) == 0:
+            spare = max(spare, 1)  # a pool of at least one row or page
+        batch = make_batch(fmt, info.num_heads, lens, q_lens,
+                           seed=rng.randint(0, 10**6), q_scale=q_scale,
+                           page_size=info.page_size, outliers=outliers,
+                           spare=spare)
+        ours = Ours(rt, kernel, batch)
+        ours.out.fill_(float("nan"))
+        ours.lse.fill_(float("nan"))
+        ours()
+        torch.cuda.synchronize()
+        ref_out, ref_lse = reference(batch, info.sm_scale)
+        rel, excess = errors(ours.out, ours.lse, ref_out, ref_lse,
+                             token_rows(batch, range(len(lens))))
+        ok = rel <= TOLERANCE[fmt] and excess <= 0 and not math.isnan(rel)
+        note = ""
+        if not ok:  # how far float32 arithmetic itself lands from float64
+            ref32 = reference(batch, info.sm_scale, dtype=torch.float32)
+            rel32, excess32 = errors(ref32[0], ref32[1], ref_out, ref_lse,
+                                     token_rows(batch, range(len(lens))))
+            note = (f" (a float32 reference: rel_err={rel32:.3e} "
+                    f"lse_excess={excess32:.2e})")
+        results.append({"artifact": name, "kv_lens": lens, "q_lens": q_lens,
+                        "q_scale": q_scale, "outliers": outliers,
+                        "spare": spare, "rel_err": rel,
+                        "lse_excess": excess, "pass": ok})
+        log(f"random {case:3d} {name:16s} kv={lens} q_len={q_lens} "
+            f"q_scale={q_scale:g} outliers={outliers} spare={spare} "
+            f"rel_err={rel:.3e} lse_excess={excess:.2e} "
+            f"{'PASS' if ok else 'FAIL'}{note}")
+        rt.destroy_plan(ours.plan)
+    return results
+
+
 def check_device_plan(rt, artifacts, log, steps=5, max_seqs=8, max_kv=40000):
     """One captured launch with a device plan replays batches of different
     sizes: the plan kernel plans each on the GPU from the device indptrs
@@ -557,6 +646,9 @@ def main():
     ap.add_argument("--skip-timing", action="store_true")
     ap.add_argument("--skip-peers", action="store_true",
                     help="time our kernels only (A/B runs)")
+    ap.add_argument("--random", type=int, default=0, metavar="N",
+                    help="also check N random batches (check_random)")
+    ap.add_argument("--random-seed", type=int, default=1)
     ap.add_argument("--only", default="",
                     help="time these shapes only, FORMAT:B:KV:H:Q_LEN[,...] "
                     "(one for ncu)")
@@ -584,6 +676,8 @@ def main():
     if not args.skip_check:
         results["checks"] = check_artifacts(rt, artifacts, log)
         results["checks"] += check_device_plan(rt, artifacts, log)
+        results["checks"] += check_random(rt, artifacts, log, args.random,
+                                          args.random_seed)
     if not args.skip_timing:
         runs = [(args.formats.split(","), SHAPES)]
         if args.only:

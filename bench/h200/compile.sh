@@ -23,6 +23,17 @@ variant decode_fp8_paged 16 fp8_h16_p64
 # 64 heads, pages of 16 rows (the example's cache is ?x64x576xf8E4M3FN).
 sed "s/?x64x576xf8/?xPAGEx576xf8/g; s/?x16x/?x64x/g; s/?xPAGEx/?x16x/g" \
   "$root/examples/decode_fp8_paged.mlir" > "$tmp/fp8_h64_p16.mlir"
+# Paged bf16 and mxfp4 (pages of P rows) from the contiguous examples: the
+# cache gains the page dimension, the page table two operands.
+paged() { # FORMAT HEADS P NAME
+  sed -E "s/\?x16x/?x$2x/g; s/\?x(576xbf16|288xi8|18xf8E8M0FNU)>/?x$3x\1>/g
+    s/(%kv_indptr: tensor<\?xi32>)\)/\1, %kv_indices: tensor<?xi32>, %kv_last_page_len: tensor<?xi32>)/
+    s/^( *)(\{kv_format)/\1pages(%kv_indices, %kv_last_page_len : tensor<?xi32>, tensor<?xi32>)\n\1\2/" \
+    "$root/examples/decode_$1.mlir" > "$tmp/$4.mlir"
+}
+paged bf16 32 1 bf16_h32_p1
+paged mxfp4 128 256 mxfp4_h128_p256
+paged mxfp4 16 16 mxfp4_h16_p16
 for f in "$tmp"/*.mlir; do
   name=$(basename "$f" .mlir)
   "$compile" --target h200 --no-emu "$f" -o "$out/$name.mla"

@@ -3,7 +3,8 @@
 # there): builds the runtime alone (runtime/, any C++17 compiler), then
 # checks and times the artifacts bench/h200/compile.sh made (bench.py).
 # Results go to $OUT (the device tool's folder) or bench/h200/results.
-# Usage: bench/h200/run.sh [bench.py options]; NCU=fp8:256:8192:16:1 bench/h200/run.sh
+# Usage: bench/h200/run.sh [bench.py options]; NCU=fp8:256:8192:16:1 bench/h200/run.sh;
+# RANDOM_CASES=N: the random batches checked besides the fixed ones (150).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$root/bench/h200/results}
@@ -37,4 +38,5 @@ if [ -n "${NCU:-}" ]; then
 fi
 PYTHONUNBUFFERED=1 "${profile[@]}" python3 "$root/bench/h200/bench.py" \
   --lib "$build/lib/libMLARuntime.so" \
-  --artifacts "$root/bench/h200/artifacts" --out "$out" "$@"
+  --artifacts "$root/bench/h200/artifacts" --out "$out" \
+  --random "${RANDOM_CASES:-150}" "$@"
