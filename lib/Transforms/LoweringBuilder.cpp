@@ -24,15 +24,24 @@ Type elementType(Value tensor) {
 
 Value LoweringBuilder::qkScores(Value qRows, Value keys,
                                 ArrayRef<OpFoldResult> shape) {
-  return generic(filled(shape, f32, cF32(0.0)), {qRows, keys},
-                 {map(4, {0, 1, 3}), map(4, {2, 3}), map(4, {0, 1, 2})},
-                 {kPar, kPar, kPar, kRed},
+  Type f64 = b.getF64Type();
+  Value zero = arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0.0));
+  Value sums = generic(
+      filled(shape, f64, zero), {qRows, keys},
+      {map(4, {0, 1, 3}), map(4, {2, 3}), map(4, {0, 1, 2})},
+      {kPar, kPar, kPar, kRed}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+        // Both factors are exact in f32, their product in f64.
+        Value qv = arith::ExtFOp::create(nb, nl, f64, a[0]);
+        Value kv = arith::ExtFOp::create(nb, nl, f64, a[1]);
+        Value prod = arith::MulFOp::create(nb, nl, qv, kv);
+        linalg::YieldOp::create(
+            nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], prod)});
+      });
+  return generic(empty(shape, f32), sums, {identity(3), identity(3)},
+                 {kPar, kPar, kPar},
                  [&](OpBuilder &nb, Location nl, ValueRange a) {
-                   Value qv = arith::ExtFOp::create(nb, nl, f32, a[0]);
-                   Value prod = arith::MulFOp::create(nb, nl, qv, a[1]);
-                   linalg::YieldOp::create(
-                       nb, nl,
-                       ValueRange{arith::AddFOp::create(nb, nl, a[2], prod)});
+                   linalg::YieldOp::create(nb, nl,
+                                           castFloat(nb, nl, a[0], f32));
                  });
 }
 

@@ -118,7 +118,10 @@ public:
   //===--------------------------------------------------------------------===//
 
   /// s[t, h, p] = sum_d q[t, h, d] * k[p, d] for bf16 `qRows` [T, H, D] and
-  /// f32 `keys` [P, D]; loops (t, h, p, d).
+  /// f32 `keys` [P, D]; loops (t, h, p, d). The sum runs in f64 (rounded
+  /// once to f32): an f32 running sum over Dqk products drifts past the lse
+  /// bar (1e-6 |lse|) at sharp scores, where the kernels' blocked sums do
+  /// not.
   mlir::Value qkScores(mlir::Value qRows, mlir::Value keys,
                        llvm::ArrayRef<mlir::OpFoldResult> shape);
   /// max_p x[t, h, p] folded into `init` [t, h]. `inputMap` reads x with

@@ -24,7 +24,11 @@
 // CHECK:       %[[ROW:.+]] = arith.addi %[[FIRST]], %[[CLAMPED]] : index
 // CHECK:       tensor.extract %{{.+}}[%[[ROW]], %{{.+}}] : tensor<?x576xbf16>
 // CHECK:       arith.extf %{{.+}} : bf16 to f32
-// CHECK:     linalg.generic {{.+}} ins(%{{.+}}, %[[TILE]] : tensor<?x16x576xbf16>, tensor<16x576xf32>) outs(%{{.+}} : tensor<?x16x16xf32>)
+// Scores summed in f64, rounded once to f32.
+// CHECK:     %[[SUMS:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %[[TILE]] : tensor<?x16x576xbf16>, tensor<16x576xf32>) outs(%{{.+}} : tensor<?x16x16xf64>)
+// CHECK:       arith.mulf %{{.+}}, %{{.+}} : f64
+// CHECK:     linalg.generic {{.+}} ins(%[[SUMS]] : tensor<?x16x16xf64>) outs(%{{.+}} : tensor<?x16x16xf32>)
+// CHECK:       arith.truncf %{{.+}} : f64 to f32
 // Tail mask (pos < end) and causal mask, both.
 // CHECK:       %[[POS:.+]] = arith.addi %[[T0]], %{{.+}} : index
 // CHECK:       %[[IN:.+]] = arith.cmpi slt, %[[POS]], %[[END]] : index
