@@ -116,3 +116,25 @@ TEST(Compare, CountsOutOfToleranceAndNonFinite) {
   lse[1] = 0.0f;
   EXPECT_EQ(compareWithReference(ref, out, lse, tol).numLseMismatches, 1);
 }
+
+TEST(Compare, RelErrBarAllowsTheReferencesOwnBf16Rounding) {
+  // 1 + 2^-8 lies halfway between two bf16 values: the best bf16 output
+  // (1.0, ties to even) is 3.9e-3 off, past the 3e-3 bar alone.
+  ReferenceResult ref;
+  ref.out.assign(8, 1.0 + 1.0 / 256);
+  ref.lse = {0.0};
+  std::vector<float> lse = {0.0f};
+  std::vector<uint16_t> best(8, floatToBF16(1.0f));
+  Tolerance tol = defaultTolerance(CacheFormat::FP8);
+  ErrorReport report = compareWithReference(ref, best, lse, tol);
+  EXPECT_NEAR(report.roundingRelErr, 1.0 / 257, 1e-9);
+  EXPECT_DOUBLE_EQ(report.relErr, report.roundingRelErr);
+  EXPECT_TRUE(report.passed(tol));
+  // One bf16 step further (2^-7 off, 7.8e-3) is past both bars.
+  std::vector<uint16_t> worse(8, floatToBF16(1.0f - 1.0f / 256));
+  EXPECT_FALSE(compareWithReference(ref, worse, lse, tol).passed(tol));
+  // A fixed bar (the kernels' on the emu) does not move.
+  tol.maxRelErr = 3e-3;
+  tol.overRounding = 0.0;
+  EXPECT_FALSE(report.passed(tol));
+}

@@ -69,14 +69,17 @@ ReferenceResult mla::referenceDecode(const DecodeProblem &p) {
 
 Tolerance mla::defaultTolerance(CacheFormat format) {
   // Elementwise bounds are the public benchmark's per format; the relative
-  // Frobenius bound is what rounding the exact answer to bf16 allows.
+  // Frobenius bound is what rounding the exact answer to bf16 allows: 3e-3
+  // (about 2.3e-3 typically), or the rounding error of this reference plus
+  // 5e-4 where a few large outputs (outlier columns) make it larger.
+  constexpr double kRelErr = 3e-3, kOverRounding = 5e-4;
   switch (format) {
   case CacheFormat::BF16:
-    return {8e-3, 2e-2, 3e-3};
+    return {8e-3, 2e-2, kRelErr, kOverRounding};
   case CacheFormat::FP8:
-    return {1e-2, 5e-2, 3e-3};
+    return {1e-2, 5e-2, kRelErr, kOverRounding};
   case CacheFormat::MXFP4:
-    return {5e-2, 1e-1, 3e-3};
+    return {5e-2, 1e-1, kRelErr, kOverRounding};
   }
   return {0, 0, 0};
 }
@@ -95,7 +98,7 @@ ErrorReport mla::compareWithReference(const ReferenceResult &ref,
                                       const std::vector<float> &lse,
                                       const Tolerance &tol) {
   ErrorReport report;
-  double errSq = 0.0, refSq = 0.0;
+  double errSq = 0.0, refSq = 0.0, roundingSq = 0.0;
   for (size_t i = 0; i < ref.out.size(); ++i) {
     double want = ref.out[i], got = bf16ToFloat(out[i]);
     bool ok;
@@ -112,11 +115,15 @@ ErrorReport mla::compareWithReference(const ReferenceResult &ref,
         report.maxAbsErr = std::numeric_limits<double>::infinity();
       }
       refSq += want * want;
+      double rounded = bf16ToFloat(floatToBF16(static_cast<float>(want)));
+      roundingSq += (rounded - want) * (rounded - want);
     }
     if (!ok && report.numOutOfTolerance++ == 0)
       report.firstBadIndex = i;
   }
   report.relErr = refSq > 0.0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
+  report.roundingRelErr =
+      refSq > 0.0 ? std::sqrt(roundingSq / refSq) : std::sqrt(roundingSq);
   for (size_t i = 0; i < ref.lse.size() && i < lse.size(); ++i) {
     double want = ref.lse[i], got = lse[i];
     if (!std::isfinite(want)) {

@@ -11,6 +11,7 @@
 
 #include "mla/Tools/Problem.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace mla {
@@ -26,19 +27,28 @@ ReferenceResult referenceDecode(const DecodeProblem &problem);
 /// tolerance of each format) plus a bound on the relative Frobenius error.
 struct Tolerance {
   double atol, rtol, maxRelErr;
+  /// Where > 0, rel_err may also reach the reference's own bf16 rounding
+  /// error (ErrorReport::roundingRelErr) plus this: a bar near the
+  /// rounding error, which the exact answer in bf16 can miss on a few
+  /// large outputs.
+  double overRounding = 0.0;
 };
 Tolerance defaultTolerance(CacheFormat format);
 
 struct ErrorReport {
   double relErr = 0.0;    // ||out - ref|| / ||ref|| over finite references
+  double roundingRelErr = 0.0; // the same for bf16(ref): the best bf16 output
   double maxAbsErr = 0.0; // over finite references
   int64_t numOutOfTolerance = 0;
   int64_t firstBadIndex = -1;
   double lseMaxAbsErr = 0.0;
   int64_t numLseMismatches = 0;
   bool passed(const Tolerance &tol) const {
-    return numOutOfTolerance == 0 && numLseMismatches == 0 &&
-           relErr <= tol.maxRelErr;
+    double bar =
+        tol.overRounding > 0.0
+            ? std::max(tol.maxRelErr, roundingRelErr + tol.overRounding)
+            : tol.maxRelErr;
+    return numOutOfTolerance == 0 && numLseMismatches == 0 && relErr <= bar;
   }
 };
 
