@@ -83,9 +83,21 @@ private:
   /// last for a paged cache (kv_last_page_len clamped into 1..P).
   mlir::Value emitSequenceLength(mlir::OpBuilder &b);
   void emitBody(mlir::OpBuilder &b);
+  /// The item's KV loop; returns the loop whose results are the final
+  /// running state.
   mlir::scf::ForOp emitKVLoop(mlir::OpBuilder &b);
-  void emitLoopStep(mlir::OpBuilder &b, mlir::Value tileStart,
-                    mlir::ValueRange carried);
+  /// The end of the item's first tiles that every row of the block sees
+  /// whole (no row past the item, none past a token's causal limit).
+  mlir::Value emitWholeTilesEnd(mlir::OpBuilder &b);
+  /// Tiles from `begin` to `end` (i32), `masked` where some may be partial.
+  mlir::scf::ForOp emitTileLoop(mlir::OpBuilder &b, mlir::Value begin,
+                                mlir::Value end, mlir::ValueRange init,
+                                bool masked);
+  /// One tile; returns the new running max, sum and accumulator.
+  llvm::SmallVector<mlir::Value> emitLoopStep(mlir::OpBuilder &b,
+                                              mlir::Value tileStart,
+                                              mlir::ValueRange carried,
+                                              bool masked);
 
   // PartialKernelStaging.cpp
   /// Where a tile's positions lie in the cache, as wave-uniform i32 values
@@ -132,8 +144,9 @@ private:
                       mlir::Value stage, mlir::Value piece);
   void emitScaleGather(mlir::OpBuilder &b, const TileRows &tile,
                        mlir::Value stage, mlir::Value piece);
-  /// Puts the next tile in flight and waits for the current one.
-  void emitTileHandoff(mlir::OpBuilder &b, mlir::Value tileIndex,
+  /// Puts the next tile in flight (into `nextStage`) and waits for the
+  /// current one.
+  void emitTileHandoff(mlir::OpBuilder &b, mlir::Value nextStage,
                        mlir::Value nextStart);
 
   // PartialKernelQK.cpp
@@ -172,11 +185,12 @@ private:
   /// Scores of the tile -> P in LDS and the rows' rescale factors in LDS;
   /// returns the new running state.
   SoftmaxState emitSoftmax(mlir::OpBuilder &b, mlir::Value tileStart,
-                           SoftmaxState running);
-  /// The scaled scores of the lane's row, `cols` columns from `colStart`,
-  /// -inf where the item or the token's causal limit hides them.
-  mlir::Value maskedScores(mlir::OpBuilder &b, mlir::Value tileStart,
-                           mlir::Value colStart, int64_t cols);
+                           SoftmaxState running, bool masked);
+  /// The scaled scores of the lane's row, `cols` columns from `colStart`;
+  /// if `masked`, -inf where the item or the token's causal limit hides
+  /// them.
+  mlir::Value tileScores(mlir::OpBuilder &b, mlir::Value tileStart,
+                         mlir::Value colStart, int64_t cols, bool masked);
   void emitPStore(mlir::OpBuilder &b, mlir::Value p, mlir::Value colStart);
   /// The row's maximum over the whole tile from the wave's own maximum: the
   /// waves of a row group exchange theirs through LDS.

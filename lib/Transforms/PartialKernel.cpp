@@ -377,26 +377,55 @@ scf::ForOp PartialKernel::emitKVLoop(OpBuilder &b) {
   padF32 = k.f32(0.0);
   if (strategy.qk == QKPath::Bf16Mfma)
     emitBf16QTile(b);
+  // The tiles every row sees whole run without the score mask (no
+  // compares and selects a column); the item's last tiles, partial or
+  // past a token's causal limit, follow in a masked copy of the step.
+  Value init[] = {negInf, k.f32(0.0), zeroAcc};
+  Value wholeEnd = emitWholeTilesEnd(b);
+  scf::ForOp whole =
+      emitTileLoop(b, toI32(b, item.begin), wholeEnd, init, /*masked=*/false);
+  return emitTileLoop(b, wholeEnd, toI32(b, item.end), whole.getResults(),
+                      /*masked=*/true);
+}
+
+Value PartialKernel::emitWholeTilesEnd(OpBuilder &b) {
+  KernelBuilder k{b, loc};
+  // Token 0 sees the fewest positions: kv_len - (q_len - 1).
+  Value seenByAll = k.add(k.sub(item.kvLen, item.qLen), c1);
+  Value unmasked = toI32(b, k.minS(item.end, seenByAll));
+  Value begin = toI32(b, item.begin);
+  Value span = arith::MaxSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, unmasked, begin), i32Const(b, 0));
+  Value tiles = arith::DivSIOp::create(b, loc, span, i32Const(b, kTileRows));
+  return arith::AddIOp::create(
+      b, loc, begin,
+      arith::MulIOp::create(b, loc, tiles, i32Const(b, kTileRows)));
+}
+
+scf::ForOp PartialKernel::emitTileLoop(OpBuilder &b, Value begin, Value end,
+                                       ValueRange init, bool masked) {
   // i32 bounds: gfx9's scalar unit has no 64-bit signed compare, so an
   // index loop would test its bound in VALU.
   return scf::ForOp::create(
-      b, loc, toI32(b, item.begin), toI32(b, item.end),
-      i32Const(b, kTileRows), ValueRange{negInf, k.f32(0.0), zeroAcc},
+      b, loc, begin, end, i32Const(b, kTileRows), init,
       [&](OpBuilder &lb, Location, Value tileStart, ValueRange carried) {
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToStart(lb.getInsertionBlock());
-        emitLoopStep(b, toIndex(b, tileStart), carried);
+        scf::YieldOp::create(
+            b, loc, emitLoopStep(b, toIndex(b, tileStart), carried, masked));
       });
 }
 
-void PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
-                                 ValueRange carried) {
+SmallVector<Value> PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
+                                               ValueRange carried,
+                                               bool masked) {
   KernelBuilder k{b, loc};
   Value acc = carried[2];
   Value tileIndex = k.div(k.sub(tileStart, item.begin), k.idx(kTileRows));
   Value stage = k.rem(tileIndex, k.idx(kStages));
   Value nextStart = k.add(tileStart, k.idx(kTileRows));
-  emitTileHandoff(b, tileIndex, nextStart);
+  Value nextStage = k.rem(k.add(stage, c1), k.idx(kStages));
+  emitTileHandoff(b, nextStage, nextStart);
   if (testHazard != "drop-tile-barrier")
     gpu::BarrierOp::create(b, loc);
 
@@ -407,7 +436,8 @@ void PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   // barrier does (the emu's checker sees hazards between waves only).
   emitQK(b, stage);
   gpu::BarrierOp::create(b, loc);
-  SoftmaxState next = emitSoftmax(b, tileStart, {carried[0], carried[1]});
+  SoftmaxState next =
+      emitSoftmax(b, tileStart, {carried[0], carried[1]}, masked);
   gpu::BarrierOp::create(b, loc);
 
   // acc = acc * rescale(row) + P · V (V = the first Dv tile columns).
@@ -421,7 +451,7 @@ void PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   if (strategy.pv != PVPath::DecodedHalfTiles &&
       testHazard != "drop-loop-barrier")
     gpu::BarrierOp::create(b, loc);
-  scf::YieldOp::create(b, loc, ValueRange{next.max, next.sum, newAcc});
+  return {next.max, next.sum, newAcc};
 }
 
 Value PartialKernel::readRowFactors(OpBuilder &b) {

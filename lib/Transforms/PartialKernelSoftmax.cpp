@@ -1,8 +1,9 @@
 //===- PartialKernelSoftmax.cpp - online softmax, P to LDS ----------------===//
 //
 // Per-lane code over the wave's own scores in LDS: lane 4·r + q of a wave
-// takes a quarter of row r (one head) of the tile rows it scored. Scores
-// are masked to the work item's rows and the token's causal limit; the
+// takes a quarter of row r (one head) of the tile rows it scored. In the
+// item's last tiles scores are masked to the work item's rows and the
+// token's causal limit (the KV loop runs whole tiles unmasked); the
 // running max and sum move in the exp2 domain; P goes to the row group's P
 // buffer in the plan's encoding, the rows' rescale factors to the wave's
 // row-factor buffer. The waves of a row group exchange only their rows'
@@ -26,8 +27,8 @@ namespace {
 constexpr double kFp8Max = 448.0;
 } // namespace
 
-Value PartialKernel::maskedScores(OpBuilder &b, Value tileStart,
-                                  Value colStart, int64_t cols) {
+Value PartialKernel::tileScores(OpBuilder &b, Value tileStart, Value colStart,
+                                int64_t cols, bool masked) {
   KernelBuilder k{b, loc};
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
   auto vt = VectorType::get({cols}, f32);
@@ -35,6 +36,8 @@ Value PartialKernel::maskedScores(OpBuilder &b, Value tileStart,
       b, loc, vt, lds.scores, ValueRange{rows.rowGroup, rows.row, colStart});
   s = arith::MulFOp::create(
       b, loc, s, vector::BroadcastOp::create(b, loc, vt, scoreScale));
+  if (!masked)
+    return s;
   // Column j is visible while j < min(item end, causal end) - its first
   // position: one 32-bit compare per column (positions fit: the planner
   // refuses sequences over 2^31 - 1 positions).
@@ -54,9 +57,10 @@ Value PartialKernel::maskedScores(OpBuilder &b, Value tileStart,
       b, loc, visible, s, vector::BroadcastOp::create(b, loc, vt, negInf));
 }
 
-PartialKernel::SoftmaxState
-PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart,
-                           SoftmaxState running) {
+PartialKernel::SoftmaxState PartialKernel::emitSoftmax(OpBuilder &b,
+                                                       Value tileStart,
+                                                       SoftmaxState running,
+                                                       bool masked) {
   KernelBuilder k{b, loc};
   Type f32 = b.getF32Type();
   // The wave's share of the tile's columns: the rows it scored (all of
@@ -65,7 +69,7 @@ PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart,
   // group's P.
   int64_t cols = plan.kvRowsPerWave() / 4;
   Value colStart = k.add(rows.kvRowBase, k.mul(rows.quarter, k.idx(cols)));
-  Value s = maskedScores(b, tileStart, colStart, cols);
+  Value s = tileScores(b, tileStart, colStart, cols, masked);
   Value ownMax = k.laneReduce(
       vector::ReductionOp::create(b, loc,
                                   vector::CombiningKind::MAXIMUMF, s),

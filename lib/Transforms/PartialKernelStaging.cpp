@@ -233,7 +233,7 @@ void PartialKernel::emitTileDma(OpBuilder &b, Value tileStart, Value stage) {
   }
 }
 
-void PartialKernel::emitTileHandoff(OpBuilder &b, Value tileIndex,
+void PartialKernel::emitTileHandoff(OpBuilder &b, Value nextStage,
                                     Value nextStart) {
   KernelBuilder k{b, loc};
   // Testing only: a wait that leaves one load of the tile in flight.
@@ -253,7 +253,7 @@ void PartialKernel::emitTileHandoff(OpBuilder &b, Value tileIndex,
       [&](OpBuilder &ib, Location) {
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
-        emitTileDma(b, nextStart, k.rem(k.add(tileIndex, c1), k.idx(kStages)));
+        emitTileDma(b, nextStart, nextStage);
         wait(plan.minGathersPerWave() + shortWait);
         scf::YieldOp::create(b, loc);
       },

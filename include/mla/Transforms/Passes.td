@@ -251,7 +251,10 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
     next tile in flight while the current one is used — the only reads of
     the cache; the QKᵀ and PV tile
     contractions as wave-level `vector.contract` (bf16 throughout for bf16
-    caches); an online softmax per lane. fp8 and mxfp4: QK as scaled MFMAs,
+    caches); an online softmax per lane. The KV loop is two loops: the
+    tiles every row sees whole, without a score mask, then the item's last
+    tiles (partial, or past an earlier token's causal limit), masked.
+    fp8 and mxfp4: QK as scaled MFMAs,
     Q in registers in two fp8 parts with per-head power-of-two scales, K
     from the tile as it is (mxfp4: packed E2M1 with its E8M0 block scales);
     a last K chunk of 64 columns (Dqk = 576) is one MFMA with both parts,
@@ -280,10 +283,13 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
         ...                                         // logical workgroup j
         scf.for %unit = %first to %last step %c1 {  // (item, row block)
           amdgpu.gather_to_lds %kv[...], %lds[...] : vector<16xf8E4M3FN>, ...
-          scf.for %t = %begin to %end step %c64 iter_args(...) {
+          %w:3 = scf.for %t = %begin to %whole step %c64_i32 iter_args(...) {
             %s = vector.contract ... : vector<16x576xbf16>, vector<64x576xbf16> into vector<16x64xf32>
             ...
             %o = vector.contract ... : vector<16x64xf8E4M3FN>, vector<64x512xf8E4M3FN> into vector<16x512xf32>
+          }
+          scf.for %t = %whole to %end step %c64_i32 iter_args(... = %w#0, ...) {
+            ...                                     // the same, scores masked
           }
           gpu.barrier
         }
