@@ -56,12 +56,20 @@ std::vector<LdsBuffer> PartialKernelPlan::ldsBuffers() const {
   const int64_t pBytes = p == PEncoding::F32 ? 4 : p == PEncoding::Bf16 ? 2 : 1;
   const int64_t pParts = p == PEncoding::Fp8TwoParts ? 2 : 1;
   std::vector<LdsBuffer> buffers = {
-      {"kv_tiles", {s.pipelineStages, s.kvTile, rowElements()},
-       LdsElement::Cache, elementBytes()},
-      {"scores", {rowGroups(), kRowsPerWave, s.kvTile}, LdsElement::F32, 4},
-      {"p", {rowGroups(), pParts, kRowsPerWave, s.kvTile}, LdsElement::P,
-       pBytes},
-      {"row_factors", {kWaves, kRowsPerWave}, LdsElement::F32, 4}};
+      {"kv_tiles",
+       {s.pipelineStages, s.kvTile, rowElements()},
+       LdsElement::Cache,
+       elementBytes()}};
+  // Scaled QK (fp8, mxfp4) leaves the scores in the softmax's lanes.
+  if (strategy().qk == QKPath::Bf16Mfma)
+    buffers.push_back(
+        {"scores", {rowGroups(), kRowsPerWave, s.kvTile}, LdsElement::F32, 4});
+  buffers.push_back({"p",
+                     {rowGroups(), pParts, kRowsPerWave, s.kvTile},
+                     LdsElement::P,
+                     pBytes});
+  buffers.push_back(
+      {"row_factors", {kWaves, kRowsPerWave}, LdsElement::F32, 4});
   if (wavesPerRowGroup() > 1)
     buffers.push_back({"tile_maxima",
                        {rowGroups(), kRowsPerWave, wavesPerRowGroup()},

@@ -62,7 +62,8 @@ private:
     // 128), with the lane's A scale for its K block: hi's for blocks 0-1.
     mlir::Value tail, scaleTail;
   };
-  /// The online softmax's running state of a lane's row.
+  /// The online softmax's running state of a lane's row: its maximum and
+  /// the lane's part of its sum (over the lane's columns).
   struct SoftmaxState {
     mlir::Value max, sum;
   };
@@ -155,9 +156,11 @@ private:
   /// bf16: the wave's Q tile, read right before the loop.
   void emitBf16QTile(mlir::OpBuilder &b);
   ScaledQFragments buildScaledQFragments(mlir::OpBuilder &b);
-  void emitQK(mlir::OpBuilder &b, mlir::Value stage);
+  /// The wave's scores of the tile: in LDS (bf16, returns null) or the
+  /// lane's own in registers (fp8, mxfp4; see laneColumns).
+  mlir::Value emitQK(mlir::OpBuilder &b, mlir::Value stage);
   void emitBf16QK(mlir::OpBuilder &b, mlir::Value stage);
-  void emitScaledQK(mlir::OpBuilder &b, mlir::Value stage);
+  mlir::Value emitScaledQK(mlir::OpBuilder &b, mlir::Value stage);
   /// A lane's B operand of a scaled QK MFMA and its E8M0 scale: K tile row
   /// `tileRow`, the 128-wide chunk at column `chunkBase` (or its last 64
   /// columns twice).
@@ -185,13 +188,26 @@ private:
   /// Scores of the tile -> P in LDS and the rows' rescale factors in LDS;
   /// returns the new running state.
   SoftmaxState emitSoftmax(mlir::OpBuilder &b, mlir::Value tileStart,
-                           SoftmaxState running, bool masked);
-  /// The scaled scores of the lane's row, `cols` columns from `colStart`;
-  /// if `masked`, -inf where the item or the token's causal limit hides
-  /// them.
+                           mlir::Value laneScores, SoftmaxState running,
+                           bool masked);
+  /// Where the lane's scores lie in the wave's share of the tile: runs of
+  /// `run` columns, `stride` apart, from `start` (a tile row).
+  struct LaneColumns {
+    mlir::Value start;
+    int64_t count, run, stride;
+    /// Element e's column, relative to `start`.
+    int64_t offset(int64_t e) const { return e / run * stride + e % run; }
+  };
+  LaneColumns laneColumns(mlir::OpBuilder &b);
+  /// The lane offsets (xor) that reach the other three lanes of a row.
+  llvm::SmallVector<int64_t, 2> rowLaneOffsets() const;
+  /// The lane's scaled scores (`laneScores`, or its run from LDS); if
+  /// `masked`, -inf where the item or the token's causal limit hides them.
   mlir::Value tileScores(mlir::OpBuilder &b, mlir::Value tileStart,
-                         mlir::Value colStart, int64_t cols, bool masked);
-  void emitPStore(mlir::OpBuilder &b, mlir::Value p, mlir::Value colStart);
+                         mlir::Value laneScores, const LaneColumns &columns,
+                         bool masked);
+  void emitPStore(mlir::OpBuilder &b, mlir::Value p,
+                  const LaneColumns &columns);
   /// The row's maximum over the whole tile from the wave's own maximum: the
   /// waves of a row group exchange theirs through LDS.
   mlir::Value emitRowGroupMax(mlir::OpBuilder &b, mlir::Value ownMax);
@@ -208,8 +224,8 @@ private:
   mlir::Value readRowFactors(mlir::OpBuilder &b);
 
   // PartialKernelEpilogue.cpp
-  /// The row's softmax sum from the wave's part of it.
-  mlir::Value emitRowSum(mlir::OpBuilder &b, mlir::Value partialSum);
+  /// The row's softmax sum from the lane's part of it.
+  mlir::Value emitRowSum(mlir::OpBuilder &b, mlir::Value lanePartialSum);
   void emitEpilogue(mlir::OpBuilder &b, mlir::scf::ForOp loop);
 
   mlir::Type elemType(mlir::Builder &b) const;
@@ -258,8 +274,12 @@ private:
     /// alone in its group), and the first tile row and Dv column of its
     /// share.
     mlir::Value rowGroup, part, firstPart, kvRowBase, vColBase;
-    /// Lane roles in the per-lane code: row = lane / 4 (a head of the
-    /// group), quarter = lane % 4 (a quarter of that row).
+    /// Lane roles in the per-lane code (softmax, epilogue): a head of the
+    /// group and which quarter of the wave's tile rows the lane holds of
+    /// it. Scores in LDS (bf16): row = lane / 4, quarter = lane % 4 (a run
+    /// of a quarter of the columns); scores in registers (fp8, mxfp4: the
+    /// scaled MFMA's accumulator of S transposed): row = lane % 16,
+    /// quarter = lane / 16 (rows 4·quarter .. +3 of each 16-row block).
     mlir::Value row, quarter, head;
   } rows;
   mlir::Value c0, c1;

@@ -5,8 +5,9 @@
 // lane (fiber) executes, with a context handle as its last argument; what a
 // lane cannot do alone becomes a call into the emu runtime
 // (runtime/jit/emu/Runtime.cpp): thread and block ids, workgroup barriers, and
-// the wave-level operations — amdgpu.mfma, gpu.shuffle, rocdl.update.dpp,
-// rocdl.readfirstlane, amdgpu.gather_to_lds (from global memory or a
+// the wave-level operations — amdgpu.mfma, gpu.shuffle,
+// amdgpu.swizzle_bitmode (xor), rocdl.update.dpp, rocdl.readfirstlane,
+// amdgpu.gather_to_lds (from global memory or a
 // bounds-checked buffer), amdgpu.memory_counter_wait —
 // which rendezvous the wave's 64 lanes and compute exactly what the
 // instruction does (include/mla/Emu/MFMA.h); an LDS DMA lands only when a
@@ -416,6 +417,18 @@ LogicalResult LaneFunctionBuilder::lowerWaveOp(Operation *op, Outcome &done) {
     shuffle.getShuffleResult().replaceAllUsesWith(v);
     shuffle.getValid().replaceAllUsesWith(
         arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+    return success();
+  }
+  if (auto swizzle = dyn_cast<amdgpu::SwizzleBitModeOp>(op)) {
+    // Bit mode with all five lane bits kept and none set: lane ^ xor_mask.
+    if (swizzle.getAndMask() != 31 || swizzle.getOrMask() != 0 ||
+        swizzle.getXorMask() > 31 || !swizzle.getType().isF32())
+      return op->emitOpError(
+          "emu: only f32 xor swizzles (and_mask 31, or_mask 0) are modelled");
+    Value offset = arith::ConstantOp::create(
+        b, loc, b.getI32IntegerAttr(swizzle.getXorMask()));
+    swizzle.getResult().replaceAllUsesWith(call(
+        loc, "mla_emu_shuffle_xor", {f32}, {ctx, swizzle.getSrc(), offset}));
     return success();
   }
   if (auto first = dyn_cast<ROCDL::ReadfirstlaneOp>(op)) {

@@ -2,6 +2,8 @@
 
 #include "KernelBuilder.h"
 
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+
 #include "mla/ABI.h"
 
 using namespace mlir;
@@ -11,10 +13,20 @@ Value KernelBuilder::laneReduce(Value v, ArrayRef<int64_t> offsets,
                                 bool isMax) {
   Value width = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(64));
   for (int64_t offset : offsets) {
-    Value off = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(offset));
-    Value other =
-        gpu::ShuffleOp::create(b, loc, v, off, width, gpu::ShuffleMode::XOR)
-            .getShuffleResult();
+    // Within 32 lanes ds_swizzle's bit mode reaches lane ^ offset (one LDS
+    // crossbar op; a shuffle by 16 would become two copies, a permlane
+    // swap and a select on gfx950); across the halves a shuffle.
+    Value other;
+    if (offset < 32) {
+      other = amdgpu::SwizzleBitModeOp::create(b, loc, v, /*andMask=*/31,
+                                               /*orMask=*/0, offset);
+    } else {
+      Value off =
+          arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(offset));
+      other =
+          gpu::ShuffleOp::create(b, loc, v, off, width, gpu::ShuffleMode::XOR)
+              .getShuffleResult();
+    }
     v = isMax ? fmax(v, other) : fadd(v, other);
   }
   return v;

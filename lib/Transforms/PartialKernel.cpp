@@ -199,7 +199,8 @@ void PartialKernel::bindArguments(gpu::GPUFuncOp func) {
   unsigned next = 0;
   lds = {};
   lds.kvTiles = attributions[next++];
-  lds.scores = attributions[next++];
+  if (strategy.qk == QKPath::Bf16Mfma)
+    lds.scores = attributions[next++];
   lds.p = attributions[next++];
   lds.rowFactors = attributions[next++];
   if (plan.wavesPerRowGroup() > 1)
@@ -267,8 +268,12 @@ void PartialKernel::emitWaveRows(OpBuilder &b) {
   // Token i sees positions < kv_len - (q_len - 1 - i).
   rows.visibleEnd =
       k.add(k.sub(item.kvLen, k.sub(item.qLen, c1)), rows.token);
-  rows.row = k.div(rows.lane, k.idx(4));
-  rows.quarter = k.rem(rows.lane, k.idx(4));
+  // Lane roles of the softmax (GFX950Kernels.h: WaveRows).
+  bool scoresInLanes = strategy.qk == QKPath::ScaledMfma;
+  rows.row = scoresInLanes ? k.rem(rows.lane, k.idx(kRowsPerWave))
+                           : k.div(rows.lane, k.idx(4));
+  rows.quarter = scoresInLanes ? k.div(rows.lane, k.idx(kRowsPerWave))
+                               : k.rem(rows.lane, k.idx(4));
   rows.head = k.add(k.mul(rows.headGroup, k.idx(kRowsPerWave)), rows.row);
 }
 
@@ -429,15 +434,17 @@ SmallVector<Value> PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   if (testHazard != "drop-tile-barrier")
     gpu::BarrierOp::create(b, loc);
 
-  // The softmax's lanes read back the scores other lanes of their wave
-  // wrote (only their own wave's: the waves of a row group exchange just
-  // their rows' tile maxima, behind a barrier of the softmax's own). LLVM
-  // does not order one lane's LDS store before another lane's load, so a
-  // barrier does (the emu's checker sees hazards between waves only).
-  emitQK(b, stage);
-  gpu::BarrierOp::create(b, loc);
+  // bf16: the softmax's lanes read back the scores other lanes of their
+  // wave wrote to LDS (only their own wave's: the waves of a row group
+  // exchange just their rows' tile maxima, behind a barrier of the
+  // softmax's own). LLVM does not order one lane's LDS store before
+  // another lane's load, so a barrier does (the emu's checker sees hazards
+  // between waves only). fp8 and mxfp4 keep their scores in registers.
+  Value laneScores = emitQK(b, stage);
+  if (!laneScores)
+    gpu::BarrierOp::create(b, loc);
   SoftmaxState next =
-      emitSoftmax(b, tileStart, {carried[0], carried[1]}, masked);
+      emitSoftmax(b, tileStart, laneScores, {carried[0], carried[1]}, masked);
   gpu::BarrierOp::create(b, loc);
 
   // acc = acc * rescale(row) + P · V (V = the first Dv tile columns).

@@ -22,13 +22,17 @@ constexpr int64_t kRowsPerWave = PartialKernelPlan::kRowsPerWave;
 constexpr double kFp8Max = 448.0;
 } // namespace
 
-Value PartialKernel::emitRowSum(OpBuilder &b, Value partialSum) {
+Value PartialKernel::emitRowSum(OpBuilder &b, Value lanePartialSum) {
+  KernelBuilder k{b, loc};
+  // The softmax kept a sum per lane, over its columns: add the row's four
+  // lanes once here, not every tile.
+  Value partialSum =
+      k.laneReduce(lanePartialSum, rowLaneOffsets(), /*isMax=*/false);
   int64_t split = plan.wavesPerRowGroup();
   if (split == 1)
     return partialSum;
   // The waves of a row group summed their own columns: add the parts
   // through the row-factor buffer (each wave's own, free after the loop).
-  KernelBuilder k{b, loc};
   memref::StoreOp::create(b, loc, partialSum, lds.rowFactors,
                           ValueRange{rows.wave, rows.row});
   gpu::BarrierOp::create(b, loc);

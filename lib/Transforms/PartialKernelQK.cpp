@@ -51,11 +51,11 @@ void PartialKernel::emitBf16QTile(OpBuilder &b) {
       padElem, ArrayRef<bool>{true, true});
 }
 
-void PartialKernel::emitQK(OpBuilder &b, Value stage) {
+Value PartialKernel::emitQK(OpBuilder &b, Value stage) {
   if (strategy.qk == QKPath::ScaledMfma)
-    emitScaledQK(b, stage);
-  else
-    emitBf16QK(b, stage);
+    return emitScaledQK(b, stage);
+  emitBf16QK(b, stage);
+  return {};
 }
 
 /// bf16 caches: bf16 MFMAs on Q (read before the loop) and K as they are,
@@ -200,12 +200,15 @@ Value PartialKernel::fp8Fragment(OpBuilder &b, Value stage, Value tileRow,
 
 /// fp8 and mxfp4 QK at the MFMA level — `vector.contract` has no scaled form:
 /// per 16 tile rows and 128-wide K chunk two `amdgpu.scaled_mfma 16x16x128`
-/// (Q's hi and lo parts) with B = the packed E2M1 K bytes straight from the
-/// LDS tile, each lane feeding the E8M0 scale of its own 32-element K block
-/// (docs/mfma-layouts.md §2); a last chunk of 64 columns is one MFMA, its B
-/// the 64 columns twice (against Q's hi, then lo). The scores go to LDS in
-/// the C/D layout: lane 16·kg + i holds S[4·kg + r][16·nb + i].
-void PartialKernel::emitScaledQK(OpBuilder &b, Value stage) {
+/// (Q's hi and lo parts) with A = the K bytes straight from the LDS tile
+/// (mxfp4: packed E2M1), each lane feeding the E8M0 scale of its own
+/// 32-element K block (docs/mfma-layouts.md §2), and B = Q; a last chunk of
+/// 64 columns is one MFMA, its A the 64 columns twice (against Q's hi, then
+/// lo). The MFMAs compute S transposed, so the scores stay in the lanes
+/// the softmax wants them in: lane 16·q + i holds Sᵀ[16·nb + 4·q + r][i],
+/// head i's scores of the block's rows 4·q .. 4·q + 3, element 4·nb + r of
+/// the returned vector.
+Value PartialKernel::emitScaledQK(OpBuilder &b, Value stage) {
   KernelBuilder k{b, loc};
   Value lane = rows.lane;
   Value kg = k.div(lane, k.idx(16)), li = k.rem(lane, k.idx(16));
@@ -213,35 +216,36 @@ void PartialKernel::emitScaledQK(OpBuilder &b, Value stage) {
   Value accZero = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0)));
   auto i32Attr = [&](int64_t v) { return b.getI32IntegerAttr(v); };
-  auto mfma = [&](Value a, Value scaleA, ScaledKFragment bFrag, Value acc) {
-    return amdgpu::ScaledMFMAOp::create(
-               b, loc, accType, i32Attr(16), i32Attr(16), i32Attr(128), a,
-               bFrag.values, acc, scaleA, bFrag.scale, i32Attr(0), i32Attr(0))
+  auto mfma = [&](ScaledKFragment aFrag, Value q, Value scaleQ, Value acc) {
+    return amdgpu::ScaledMFMAOp::create(b, loc, accType, i32Attr(16),
+                                        i32Attr(16), i32Attr(128), aFrag.values,
+                                        q, acc, aFrag.scale, scaleQ, i32Attr(0),
+                                        i32Attr(0))
         .getResult();
   };
+  int64_t blocks = plan.kvRowsPerWave() / 16;
+  auto scoresType = VectorType::get({4 * blocks}, b.getF32Type());
+  Value scores = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(scoresType, b.getF32FloatAttr(0.0)));
   int64_t wholeChunks = qkDim / 128;
-  for (int64_t nb = 0; nb < plan.kvRowsPerWave() / 16; ++nb) {
+  for (int64_t nb = 0; nb < blocks; ++nb) {
     Value tileRow = k.add(rows.kvRowBase, k.add(k.idx(16 * nb), li));
     Value acc = accZero;
     for (int64_t c = 0; c < wholeChunks; ++c) {
-      // Q = hi + lo/16: two MFMAs, the second with A scale 2^(e-4).
+      // Q = hi + lo/16: two MFMAs, the second with Q's scale 2^(e-4).
       ScaledKFragment kFrag = scaledKFragment(b, stage, tileRow, c * 128, kg);
-      acc = mfma(qFrags.hi[c], qFrags.scaleHi, kFrag, acc);
-      acc = mfma(qFrags.lo[c], qFrags.scaleLo, kFrag, acc);
+      acc = mfma(kFrag, qFrags.hi[c], qFrags.scaleHi, acc);
+      acc = mfma(kFrag, qFrags.lo[c], qFrags.scaleLo, acc);
     }
     if (qFrags.tail) {
       ScaledKFragment kFrag =
           scaledKFragment(b, stage, tileRow, wholeChunks * 128, kg);
-      acc = mfma(qFrags.tail, qFrags.scaleTail, kFrag, acc);
+      acc = mfma(kFrag, qFrags.tail, qFrags.scaleTail, acc);
     }
-    for (int64_t r = 0; r < 4; ++r) {
-      Value v = vector::ExtractOp::create(b, loc, acc, ArrayRef<int64_t>{r});
-      memref::StoreOp::create(
-          b, loc, v, lds.scores,
-          ValueRange{rows.rowGroup, k.add(k.mul(kg, k.idx(4)), k.idx(r)),
-                     tileRow});
-    }
+    scores = vector::InsertStridedSliceOp::create(
+        b, loc, acc, scores, ArrayRef<int64_t>{4 * nb}, ArrayRef<int64_t>{1});
   }
+  return scores;
 }
 
 PartialKernel::ScaledKFragment

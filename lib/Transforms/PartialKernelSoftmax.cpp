@@ -1,7 +1,9 @@
 //===- PartialKernelSoftmax.cpp - online softmax, P to LDS ----------------===//
 //
-// Per-lane code over the wave's own scores in LDS: lane 4·r + q of a wave
-// takes a quarter of row r (one head) of the tile rows it scored. In the
+// Per-lane code over the wave's own scores: in LDS (bf16), lane 4·r + q of
+// a wave takes a quarter of row r (one head) of the tile rows it scored; in
+// registers (fp8, mxfp4), lane 16·q + r holds head r's rows 4·q .. 4·q + 3
+// of each 16 the wave scored, as the QK MFMAs left them. In the
 // item's last tiles scores are masked to the work item's rows and the
 // token's causal limit (the KV loop runs whole tiles unmasked); the
 // running max and sum move in the exp2 domain; P goes to the row group's P
@@ -27,13 +29,33 @@ namespace {
 constexpr double kFp8Max = 448.0;
 } // namespace
 
-Value PartialKernel::tileScores(OpBuilder &b, Value tileStart, Value colStart,
-                                int64_t cols, bool masked) {
+SmallVector<int64_t, 2> PartialKernel::rowLaneOffsets() const {
+  // The four lanes of a row: lane ^ 1, ^ 2 (scores from LDS) or ^ 16, ^ 32.
+  if (strategy.qk == QKPath::ScaledMfma)
+    return {16, 32};
+  return {1, 2};
+}
+
+PartialKernel::LaneColumns PartialKernel::laneColumns(OpBuilder &b) {
+  KernelBuilder k{b, loc};
+  int64_t cols = plan.kvRowsPerWave() / 4;
+  if (strategy.qk == QKPath::ScaledMfma)
+    return {k.add(rows.kvRowBase, k.mul(rows.quarter, k.idx(4))), cols, 4, 16};
+  return {k.add(rows.kvRowBase, k.mul(rows.quarter, k.idx(cols))), cols, cols,
+          cols};
+}
+
+Value PartialKernel::tileScores(OpBuilder &b, Value tileStart, Value laneScores,
+                                const LaneColumns &columns, bool masked) {
   KernelBuilder k{b, loc};
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  int64_t cols = columns.count;
   auto vt = VectorType::get({cols}, f32);
-  Value s = vector::LoadOp::create(
-      b, loc, vt, lds.scores, ValueRange{rows.rowGroup, rows.row, colStart});
+  Value s = laneScores ? laneScores
+                       : vector::LoadOp::create(
+                             b, loc, vt, lds.scores,
+                             ValueRange{rows.rowGroup, rows.row, columns.start})
+                             .getResult();
   s = arith::MulFOp::create(
       b, loc, s, vector::BroadcastOp::create(b, loc, vt, scoreScale));
   if (!masked)
@@ -42,38 +64,35 @@ Value PartialKernel::tileScores(OpBuilder &b, Value tileStart, Value colStart,
   // position: one 32-bit compare per column (positions fit: the planner
   // refuses sequences over 2^31 - 1 positions).
   Value end = toI32(b, k.minS(item.end, rows.visibleEnd));
-  Value first = toI32(b, k.add(tileStart, colStart));
+  Value first = toI32(b, k.add(tileStart, columns.start));
   Value limit = arith::SubIOp::create(b, loc, end, first);
   auto i32Vec = VectorType::get({cols}, i32);
-  SmallVector<int32_t> steps(cols);
-  for (int64_t j = 0; j < cols; ++j)
-    steps[j] = static_cast<int32_t>(j);
-  Value step = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(i32Vec, ArrayRef<int32_t>(steps)));
-  Value visible = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::slt, step,
-      vector::BroadcastOp::create(b, loc, i32Vec, limit));
+  SmallVector<int32_t> offsets(cols);
+  for (int64_t e = 0; e < cols; ++e)
+    offsets[e] = static_cast<int32_t>(columns.offset(e));
+  Value offset = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(i32Vec, ArrayRef<int32_t>(offsets)));
+  Value visible =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, offset,
+                            vector::BroadcastOp::create(b, loc, i32Vec, limit));
   return arith::SelectOp::create(
       b, loc, visible, s, vector::BroadcastOp::create(b, loc, vt, negInf));
 }
 
-PartialKernel::SoftmaxState PartialKernel::emitSoftmax(OpBuilder &b,
-                                                       Value tileStart,
-                                                       SoftmaxState running,
-                                                       bool masked) {
+PartialKernel::SoftmaxState
+PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart, Value laneScores,
+                           SoftmaxState running, bool masked) {
   KernelBuilder k{b, loc};
   Type f32 = b.getF32Type();
   // The wave's share of the tile's columns: the rows it scored (all of
   // them unless its row group splits the tile). Each wave keeps a partial
   // sum over its share (the epilogue adds them) and writes its part of the
   // group's P.
-  int64_t cols = plan.kvRowsPerWave() / 4;
-  Value colStart = k.add(rows.kvRowBase, k.mul(rows.quarter, k.idx(cols)));
-  Value s = tileScores(b, tileStart, colStart, cols, masked);
+  LaneColumns columns = laneColumns(b);
+  Value s = tileScores(b, tileStart, laneScores, columns, masked);
   Value ownMax = k.laneReduce(
-      vector::ReductionOp::create(b, loc,
-                                  vector::CombiningKind::MAXIMUMF, s),
-      {1, 2}, /*isMax=*/true);
+      vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, s),
+      rowLaneOffsets(), /*isMax=*/true);
   Value tileMax =
       plan.wavesPerRowGroup() > 1 ? emitRowGroupMax(b, ownMax) : ownMax;
   Value newMax = k.fmax(running.max, tileMax);
@@ -83,18 +102,18 @@ PartialKernel::SoftmaxState PartialKernel::emitSoftmax(OpBuilder &b,
   // a compare and a select.
   Value shift = arith::MaximumFOp::create(
       b, loc, newMax, k.f32(-std::numeric_limits<float>::max()));
-  auto vt = VectorType::get({cols}, f32);
+  auto vt = VectorType::get({columns.count}, f32);
   Value p = math::Exp2Op::create(
       b, loc,
       arith::SubFOp::create(b, loc, s,
                             vector::BroadcastOp::create(b, loc, vt, shift)));
-  Value tileSum = k.laneReduce(
-      vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, p),
-      {1, 2}, /*isMax=*/false);
+  // Each lane sums its own columns: the epilogue adds the row's lanes.
+  Value tileSum =
+      vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, p);
   Value rescale = math::Exp2Op::create(
       b, loc, arith::SubFOp::create(b, loc, running.max, shift));
   Value newSum = k.fadd(k.fmul(running.sum, rescale), tileSum);
-  emitPStore(b, p, colStart);
+  emitPStore(b, p, columns);
   memref::StoreOp::create(b, loc, rescale, lds.rowFactors,
                           ValueRange{rows.wave, rows.row});
   return {newMax, newSum};
@@ -114,21 +133,33 @@ Value PartialKernel::emitRowGroupMax(OpBuilder &b, Value ownMax) {
                                      maxima);
 }
 
-void PartialKernel::emitPStore(OpBuilder &b, Value p, Value colStart) {
+void PartialKernel::emitPStore(OpBuilder &b, Value p,
+                               const LaneColumns &columns) {
   KernelBuilder k{b, loc};
   Type fp8 = b.getType<Float8E4M3FNType>();
   auto vt = cast<VectorType>(p.getType());
   int64_t cols = vt.getDimSize(0);
+  // Each run of the lane's columns to its place in the row group's P.
+  auto store = [&](Value values, Value part) {
+    for (int64_t first = 0; first < cols; first += columns.run) {
+      Value run = values;
+      if (columns.run < cols)
+        run = vector::ExtractStridedSliceOp::create(
+            b, loc, values, ArrayRef<int64_t>{first},
+            ArrayRef<int64_t>{columns.run}, ArrayRef<int64_t>{1});
+      Value col = k.add(columns.start, k.idx(columns.offset(first)));
+      vector::StoreOp::create(b, loc, run, lds.p,
+                              ValueRange{rows.rowGroup, part, rows.row, col});
+    }
+  };
   if (strategy.p == PEncoding::F32) {
     // mxfp4 ScaledP: PV scales P per V block, then rounds it to bf16.
-    vector::StoreOp::create(b, loc, p, lds.p,
-                            ValueRange{rows.rowGroup, c0, rows.row, colStart});
+    store(p, c0);
   } else if (strategy.p == PEncoding::Bf16) {
     // P in bf16 keeps 8 mantissa bits: one part is enough.
-    Value pBf16 = arith::TruncFOp::create(
-        b, loc, VectorType::get({cols}, pvType(b)), p);
-    vector::StoreOp::create(b, loc, pBf16, lds.p,
-                            ValueRange{rows.rowGroup, c0, rows.row, colStart});
+    store(
+        arith::TruncFOp::create(b, loc, VectorType::get({cols}, pvType(b)), p),
+        c0);
   } else {
     // P in two fp8 parts, p·448 ≈ hi + lo/16: one fp8 part alone keeps 3
     // mantissa bits, which costs ~2e-2 relative error in the output.
@@ -142,9 +173,7 @@ void PartialKernel::emitPStore(OpBuilder &b, Value p, Value colStart) {
                               arith::ExtFOp::create(b, loc, vt, pHi)),
         vector::BroadcastOp::create(b, loc, vt, k.f32(16.0)));
     Value pLo = arith::TruncFOp::create(b, loc, p8Type, residual);
-    vector::StoreOp::create(b, loc, pHi, lds.p,
-                            ValueRange{rows.rowGroup, c0, rows.row, colStart});
-    vector::StoreOp::create(b, loc, pLo, lds.p,
-                            ValueRange{rows.rowGroup, c1, rows.row, colStart});
+    store(pHi, c0);
+    store(pLo, c1);
   }
 }

@@ -10,10 +10,10 @@
 // CHECK: gpu.module @mla_kernels [#rocdl.target<O = 3, chip = "gfx950">]
 // CHECK: gpu.func @mla_partial_decode(%[[Q:[^ ,)]+]]: memref<?x16x576xbf16>, %[[KV:[^ ,)]+]]: memref<?x576xf8E4M3FN, #gpu.address_space<global>>,
 // CHECK-SAME: %[[UNITS:[^ ,)]+]]: memref<?x3xi32>, %[[WGUNITS:[^ ,)]+]]: memref<257xi32>)
-// CHECK-SAME: workgroup(%[[KVLDS:[^ ,)]+]] : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, %[[SLDS:[^ ,)]+]] : memref<1x16x64xf32, #gpu.address_space<workgroup>>, %[[PLDS:[^ ,)]+]] : memref<1x2x16x64xf8E4M3FN, #gpu.address_space<workgroup>>, %{{.+}} : memref<4x16xf32, #gpu.address_space<workgroup>>, %{{.+}} : memref<1x16x4xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[KVLDS:[^ ,)]+]] : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, %[[PLDS:[^ ,)]+]] : memref<1x2x16x64xf8E4M3FN, #gpu.address_space<workgroup>>, %{{.+}} : memref<4x16xf32, #gpu.address_space<workgroup>>, %{{.+}} : memref<1x16x4xf32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: kernel
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
-// CHECK-SAME: mla.launch = {arg_dims = {{\[}}["num_tokens", "16", "576"], ["num_kv_rows", "576"], ["1"], ["num_seqs+1"], ["num_seqs+1"], ["num_work_items", "4"], ["num_work_items", "4", "16", "512"], ["num_work_items", "4", "16"], ["num_seqs+1"], ["num_tokens", "16", "512"], ["num_tokens", "16"], ["num_work_units", "3"], ["257"]], args = ["q", "kv", "kv_scale", "qo_indptr", "kv_indptr", "work_items", "partial_out", "partial_lse", "item_indptr", "out", "lse", "work_units", "workgroup_unit_indptr"], block = [256, 1, 1], grid = ["256", "1", "1"], heads_per_block = 16 : i64, lds_bytes = 80384 : i64, rows_per_workgroup = 16 : i64}
+// CHECK-SAME: mla.launch = {arg_dims = {{\[}}["num_tokens", "16", "576"], ["num_kv_rows", "576"], ["1"], ["num_seqs+1"], ["num_seqs+1"], ["num_work_items", "4"], ["num_work_items", "4", "16", "512"], ["num_work_items", "4", "16"], ["num_seqs+1"], ["num_tokens", "16", "512"], ["num_tokens", "16"], ["num_work_units", "3"], ["257"]], args = ["q", "kv", "kv_scale", "qo_indptr", "kv_indptr", "work_items", "partial_out", "partial_lse", "item_indptr", "out", "lse", "work_units", "workgroup_unit_indptr"], block = [256, 1, 1], grid = ["256", "1", "1"], heads_per_block = 16 : i64, lds_bytes = 76288 : i64, rows_per_workgroup = 16 : i64}
 // CHECK-SAME: rocdl.flat_work_group_size = "256,256"
 // CHECK-SAME: rocdl.waves_per_eu = 1 : i32
 // The persistent grid, 256 workgroups: workgroup id -> logical workgroup
@@ -66,23 +66,25 @@
 // power-of-two E8M0 scales, built once before the loop and kept in
 // registers; K fragments straight from the fp8 tile with scale 1; the
 // wave's 16 of the 64 tile rows x 4 K chunks x 2 parts, and one MFMA for
-// both parts of the last 64 columns (hi in K 0..63, lo in 64..127, B the
-// columns twice, lo's A scale from the lanes of blocks 2-3), the scores
-// stored to its row group's buffer in LDS, at its columns.
+// both parts of the last 64 columns (hi in K 0..63, lo in 64..127, A the
+// columns twice, lo's B scale from the lanes of blocks 2-3). K is the A
+// operand and Q the B: S comes out transposed, each lane holding 4 tile
+// rows of one head, where the softmax uses it: no LDS buffer, no barrier.
 // CHECK:   vector.load %[[KVLDS]]{{.+}} : memref<2x64x576xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
 // CHECK-COUNT-8: amdgpu.scaled_mfma 16x16x128 {{.+}} : f8E8M0FNU, vector<32xf8E4M3FN>, f8E8M0FNU, vector<32xf8E4M3FN>, vector<4xf32>
 // CHECK:   amdgpu.scaled_mfma 16x16x128 {{.+}} : f8E8M0FNU, vector<32xf8E4M3FN>, f8E8M0FNU, vector<32xf8E4M3FN>, vector<4xf32>
 // CHECK-NOT: amdgpu.scaled_mfma
-// CHECK:   memref.store %{{.+}}, %[[SLDS]][%[[ROWGROUP]],
-// The last 64 columns' MFMA: the A scale by K block, Q's hi (2^e) from
+// CHECK-NOT: gpu.barrier
+// CHECK:   vector.reduction <maximumf>
+// The last 64 columns' MFMA: the B scale by K block, Q's hi (2^e) from
 // lanes 0..31, lo (2^(e-4)) from lanes 32..63, picked once before the loop.
 // TAIL: %[[TAILSCALE:.+]] = arith.select %{{.+}}, %[[SHI:.+]], %[[SLO:.+]] : f8E8M0FNU
 // TAIL-COUNT-8: amdgpu.scaled_mfma 16x16x128 (%{{.+}}[0] *
-// TAIL: amdgpu.scaled_mfma 16x16x128 (%[[TAILSCALE]][0] * %{{.+}}) * (
+// TAIL: amdgpu.scaled_mfma 16x16x128 (%{{.+}}[0] * %{{.+}}) * (%[[TAILSCALE]][0] * %{{.+}})
 // The softmax: the maximum of the wave's 16 columns (4 per lane), the four
 // waves' maxima exchanged through LDS behind a barrier, exp2 and P over
 // the wave's columns.
-// CHECK:   vector.reduction <maximumf>, %{{.+}} : vector<4xf32> into f32
+// CHECK-SAME: %{{.+}} : vector<4xf32> into f32
 // CHECK:   memref.store %{{.+}} : memref<1x16x4xf32, #gpu.address_space<workgroup>>
 // CHECK-NEXT: gpu.barrier
 // CHECK:   vector.reduction <maximumf>, %{{.+}} : vector<4xf32> into f32

@@ -131,9 +131,9 @@ public:
   int64_t minGathersPerWave() const { return allPieces() / kWaves; }
 
   /// Workgroup memory, in the order of the kernel's attributions: the KV
-  /// tiles, scores, P, row factors; with W > 1 each wave's tile maxima of
-  /// its rows (the waves of a group exchange them, not their scores); the
-  /// mxfp4 buffers.
+  /// tiles, scores (bf16 only), P, row factors; with W > 1 each wave's tile
+  /// maxima of its rows (the waves of a group exchange them, not their scores);
+  /// the mxfp4 buffers.
   std::vector<LdsBuffer> ldsBuffers() const;
   int64_t ldsBytes() const;
 

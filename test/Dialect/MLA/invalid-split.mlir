@@ -75,9 +75,9 @@ func.func @f(%a: vector<16x64xf8E4M3FN>, %b: vector<64x16xf8E4M3FN>, %c: vector<
 
 // A hand-written config is checked against the target beside it with the
 // partial kernel's plan: fp8 rows of 576 bytes, 2 stages of 64 rows = 73728
-// bytes, plus scores, P and row factors (24832) = 98560 > 65536.
+// bytes, plus P and row factors (8448) = 82176 > 65536.
 func.func @f(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xf8E4M3FN>, %s: tensor<1xf32>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>) {
-  // expected-error @+1 {{config needs 98560 bytes of LDS (2 stages x 64 kv rows: kv_tiles 73728 scores 16384 p 8192 row_factors 256), target small has 65536}}
+  // expected-error @+1 {{config needs 82176 bytes of LDS (2 stages x 64 kv rows: kv_tiles 73728 p 8192 row_factors 256), target small has 65536}}
   %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xf8E4M3FN>) scale(%s : tensor<1xf32>)
       indptr(%qo, %kvp : tensor<?xi32>, tensor<?xi32>)
       {kv_format = #mla.kv_format<fp8>,
