@@ -85,9 +85,9 @@ PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart, Value laneScores,
   KernelBuilder k{b, loc};
   Type f32 = b.getF32Type();
   // The wave's share of the tile's columns: the rows it scored (all of
-  // them unless its row group splits the tile). Each wave keeps a partial
-  // sum over its share (the epilogue adds them) and writes its part of the
-  // group's P.
+  // them unless its row group splits the tile). Each lane keeps a partial
+  // sum over its columns (the epilogue adds a row's lanes, then the row
+  // group's waves) and writes its part of the group's P.
   LaneColumns columns = laneColumns(b);
   Value s = tileScores(b, tileStart, laneScores, columns, masked);
   Value ownMax = k.laneReduce(
