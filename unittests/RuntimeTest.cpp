@@ -333,8 +333,7 @@ TEST(Runtime, MixedQueryLengthsOnEmu) {
       l.args.kv_scale = nullptr;
     ASSERT_EQ(mla_launch(kernel, pl, &l.args, nullptr), MLA_SUCCESS)
         << mla_last_error();
-    Tolerance tol = defaultTolerance(format);
-    tol.maxRelErr = format == CacheFormat::BF16 ? 4e-3 : 5e-3;
+    Tolerance tol = kernelTolerance(format);
     ErrorReport report =
         compareWithReference(referenceDecode(p), l.out, l.lse, tol);
     EXPECT_TRUE(report.passed(tol))

@@ -84,6 +84,13 @@ Tolerance mla::defaultTolerance(CacheFormat format) {
   return {0, 0, 0};
 }
 
+Tolerance mla::kernelTolerance(CacheFormat format) {
+  Tolerance tol = defaultTolerance(format);
+  tol.maxRelErr = format == CacheFormat::BF16 ? 4e-3 : 5e-3;
+  tol.overRounding = 0.0;
+  return tol;
+}
+
 namespace {
 /// Non-finite values must match exactly: NaN with NaN, inf with same inf.
 bool nonFiniteMatches(double got, double want) {

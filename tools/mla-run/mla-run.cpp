@@ -465,16 +465,10 @@ llvm::Expected<RunOutput> runThroughRuntime(const DecodeProblem &p,
   return result;
 }
 
-/// The bar of the backend's kernels: the gfx950 kernels round P (fp8: Q
-/// too) to the cache's format, 5e-3 for fp8 and mxfp4, 4e-3 for bf16, a
-/// fixed bar.
+/// The bar of the backend: the kernels' fixed one, or the reference
+/// lowering's (cpu).
 Tolerance toleranceFor(CacheFormat format, bool gfx950Kernels) {
-  Tolerance tol = defaultTolerance(format);
-  if (gfx950Kernels) {
-    tol.maxRelErr = format == CacheFormat::BF16 ? 4e-3 : 5e-3;
-    tol.overRounding = 0.0;
-  }
-  return tol;
+  return gfx950Kernels ? kernelTolerance(format) : defaultTolerance(format);
 }
 
 /// The maxima a replay's device plan and buffers are sized from.

@@ -34,6 +34,10 @@ struct Tolerance {
   double overRounding = 0.0;
 };
 Tolerance defaultTolerance(CacheFormat format);
+/// The GPU kernels' fixed bar (run on the emu or a GPU): they round P
+/// (fp8: Q too) to the cache's format, rel_err 5e-3 for fp8 and mxfp4, 4e-3
+/// for bf16, with the public elementwise bounds.
+Tolerance kernelTolerance(CacheFormat format);
 
 struct ErrorReport {
   double relErr = 0.0;    // ||out - ref|| / ||ref|| over finite references
