@@ -138,3 +138,35 @@ TEST(Compare, RelErrBarAllowsTheReferencesOwnBf16Rounding) {
   tol.overRounding = 0.0;
   EXPECT_FALSE(report.passed(tol));
 }
+
+TEST(Reference, AbsoluteBoundScalesWithTheTermsAnOutputAverages) {
+  // Column 1 holds +30 and -30 (an outlier column) under equal weights:
+  // the output is 0, its terms 30 in size; column 2 holds 0.5 and -0.5.
+  DecodeProblem p = handProblem(2, 1);
+  setKv(p, 0, 1, 30.0f);
+  setKv(p, 1, 1, -30.0f);
+  setKv(p, 0, 2, 0.5f);
+  setKv(p, 1, 2, -0.5f);
+  ReferenceResult ref = referenceDecode(p);
+  EXPECT_DOUBLE_EQ(ref.out[1], 0.0);
+  EXPECT_DOUBLE_EQ(ref.absoluteScale(1), 30.0);
+  EXPECT_DOUBLE_EQ(ref.absoluteScale(2), 1.0); // terms below unit scale
+  EXPECT_DOUBLE_EQ(ref.absoluteScale(0), 1.0); // no terms at all
+  // A weight rounded to bf16 (p = 0.5 + 2^-9 on row 0) moves column 1 by
+  // 30 · 2^-8 = 0.117: within 8e-3 · 30, past the unit bar of 8e-3.
+  Tolerance tol = kernelTolerance(CacheFormat::BF16);
+  std::vector<uint16_t> out(ref.out.size());
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = floatToBF16(static_cast<float>(ref.out[i]));
+  out[1] = floatToBF16(0.117f);
+  std::vector<float> lse(ref.lse.begin(), ref.lse.end());
+  EXPECT_EQ(compareWithReference(ref, out, lse, tol).numOutOfTolerance, 0);
+  // The same error on column 2, whose terms are of unit scale, fails.
+  out[1] = floatToBF16(0.0f);
+  out[2] = floatToBF16(0.117f);
+  EXPECT_EQ(compareWithReference(ref, out, lse, tol).numOutOfTolerance, 1);
+  // Past 8e-3 · 30 on column 1 fails too.
+  out[2] = floatToBF16(0.0f);
+  out[1] = floatToBF16(0.25f);
+  EXPECT_EQ(compareWithReference(ref, out, lse, tol).numOutOfTolerance, 1);
+}

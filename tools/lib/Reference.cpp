@@ -16,6 +16,7 @@ ReferenceResult mla::referenceDecode(const DecodeProblem &p) {
   ReferenceResult r;
   r.out.assign(p.numTokens * H * Dv, 0.0);
   r.lse.assign(p.numTokens * H, ninf);
+  r.termScale.assign(p.numTokens * H * Dv, 0.0);
 
   std::vector<double> keys, scores, qRow(Dqk);
   for (int64_t b = 0; b < p.numSeqs(); ++b) {
@@ -55,11 +56,16 @@ ReferenceResult mla::referenceDecode(const DecodeProblem &p) {
           sum += s;
         }
         double *o = &r.out[(t * H + h) * Dv];
+        double *terms = &r.termScale[(t * H + h) * Dv];
         for (int64_t pos = 0; pos < visible; ++pos)
-          for (int64_t e = 0; e < Dv; ++e)
+          for (int64_t e = 0; e < Dv; ++e) {
             o[e] += scores[pos] * keys[pos * Dqk + e];
-        for (int64_t e = 0; e < Dv; ++e)
+            terms[e] += scores[pos] * std::fabs(keys[pos * Dqk + e]);
+          }
+        for (int64_t e = 0; e < Dv; ++e) {
           o[e] /= sum;
+          terms[e] /= sum;
+        }
         r.lse[t * H + h] = std::log(sum) + maxScore;
       }
     }
@@ -113,7 +119,8 @@ ErrorReport mla::compareWithReference(const ReferenceResult &ref,
       ok = nonFiniteMatches(got, want);
     } else {
       double err = std::fabs(got - want);
-      ok = err <= tol.atol + tol.rtol * std::fabs(want); // false for NaN
+      double atol = tol.atol * ref.absoluteScale(i);
+      ok = err <= atol + tol.rtol * std::fabs(want); // false for NaN
       if (std::isfinite(err)) {
         errSq += err * err;
         report.maxAbsErr = std::max(report.maxAbsErr, err);

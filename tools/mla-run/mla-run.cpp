@@ -888,9 +888,14 @@ static int checkResults(const DecodeProblem &problem, bool emu,
     llvm::outs() << llvm::format(
         " or <= the reference's bf16 rounding (%.3e) + %.0e",
         report.roundingRelErr, tol.overRounding);
-  llvm::outs() << llvm::format(", |out - ref| <= %.0e + %.0e * |ref|, "
+  double maxScale = 1.0;
+  for (size_t i = 0; i < ref.out.size(); ++i)
+    maxScale = std::max(maxScale, ref.absoluteScale(i));
+  llvm::outs() << llvm::format(", |out - ref| <= %.0e * s + %.0e * |ref| "
+                               "(s: the size of an output's terms, >= 1; "
+                               "at most %.3g here), "
                                "|lse - ref| <= 1e-4 + 1e-6 * |ref|\n",
-                               tol.atol, tol.rtol);
+                               tol.atol, tol.rtol, maxScale);
   if (report.passed(tol)) {
     llvm::outs() << "PASS\n";
     return 0;
@@ -900,9 +905,9 @@ static int checkResults(const DecodeProblem &problem, bool emu,
   if (report.firstBadIndex >= 0) {
     int64_t i = report.firstBadIndex, Dv = problem.vDim, H = problem.numHeads;
     llvm::outs() << llvm::format(
-        " (first: token %lld head %lld col %lld: got %g, want %g)",
+        " (first: token %lld head %lld col %lld: got %g, want %g, s %.3g)",
         (long long)(i / (H * Dv)), (long long)(i / Dv % H), (long long)(i % Dv),
-        bf16ToFloat(outBits[i]), ref.out[i]);
+        bf16ToFloat(outBits[i]), ref.out[i], ref.absoluteScale(i));
   }
   llvm::outs() << ", " << report.numLseMismatches << " lse mismatches\n";
   return 2;

@@ -19,12 +19,24 @@ namespace mla {
 struct ReferenceResult {
   std::vector<double> out; // [T, H, Dv], not rounded
   std::vector<double> lse; // [T, H], -inf for tokens that see nothing
+  /// [T, H, Dv]: sum(p·|v|) / sum(p), the size of the terms an output
+  /// averages (empty: unit-scale terms).
+  std::vector<double> termScale;
+  /// What output i's absolute bound scales by: its terms' size, at least
+  /// 1. The public atol is for caches of unit scale; an output averages V
+  /// rows with weights P that a kernel rounds (bf16, or fp8 in two
+  /// parts), so its error grows with the terms, not with their sum, which
+  /// can cancel (docs/numerics.md).
+  double absoluteScale(size_t i) const {
+    return i < termScale.size() ? std::max(1.0, termScale[i]) : 1.0;
+  }
 };
 
 ReferenceResult referenceDecode(const DecodeProblem &problem);
 
-/// Elementwise bound |out - ref| <= atol + rtol * |ref| (the public
-/// tolerance of each format) plus a bound on the relative Frobenius error.
+/// Elementwise bound |out - ref| <= atol · s + rtol · |ref| (the public
+/// tolerance of each format; s = ReferenceResult::absoluteScale, 1 for
+/// caches of unit scale) plus a bound on the relative Frobenius error.
 struct Tolerance {
   double atol, rtol, maxRelErr;
   /// Where > 0, rel_err may also reach the reference's own bf16 rounding
