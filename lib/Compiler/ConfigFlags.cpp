@@ -27,9 +27,13 @@ ConfigFlags::ConfigFlags(cl::OptionCategory &category)
                                  "choice)"),
                         cl::init(0), cl::cat(category)),
       wavesPerRowGroup("waves-per-row-group",
-                       cl::desc("Waves sharing one group of 16 query rows: "
+                       cl::desc("Waves sharing one group of query rows: "
                                 "1, 2 or 4 (default: the config's choice)"),
                        cl::init(0), cl::cat(category)),
+      rowsPerWave("rows-per-wave",
+                  cl::desc("Query rows of a row group, 16 or 32 (default: "
+                           "the config's choice)"),
+                  cl::init(0), cl::cat(category)),
       pipelineStages("pipeline-stages",
                      cl::desc("KV tiles in flight (default: the config's "
                               "choice)"),
@@ -40,7 +44,7 @@ bool ConfigFlags::anyGiven() const {
          kvTile.getNumOccurrences() || headsPerWorkgroup.getNumOccurrences() ||
          wavesPerWorkgroup.getNumOccurrences() ||
          wavesPerRowGroup.getNumOccurrences() ||
-         pipelineStages.getNumOccurrences();
+         rowsPerWave.getNumOccurrences() || pipelineStages.getNumOccurrences();
 }
 
 DecodePipelineOptions ConfigFlags::options() const {
@@ -51,6 +55,7 @@ DecodePipelineOptions ConfigFlags::options() const {
   options.headsPerWorkgroup = headsPerWorkgroup.getValue();
   options.wavesPerWorkgroup = wavesPerWorkgroup.getValue();
   options.wavesPerRowGroup = wavesPerRowGroup.getValue();
+  options.rowsPerWave = rowsPerWave.getValue();
   options.pipelineStages = pipelineStages.getValue();
   return options;
 }

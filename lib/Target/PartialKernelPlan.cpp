@@ -63,17 +63,18 @@ std::vector<LdsBuffer> PartialKernelPlan::ldsBuffers() const {
   // Scaled QK (fp8, mxfp4) leaves the scores in the softmax's lanes.
   if (strategy().qk == QKPath::Bf16Mfma)
     buffers.push_back(
-        {"scores", {rowGroups(), kRowsPerWave, s.kvTile}, LdsElement::F32, 4});
+        {"scores", {rowGroups(), rowsPerWave(), s.kvTile}, LdsElement::F32, 4});
   buffers.push_back({"p",
-                     {rowGroups(), pParts, kRowsPerWave, s.kvTile},
+                     {rowGroups(), pParts, rowsPerWave(), s.kvTile},
                      LdsElement::P,
                      pBytes});
   buffers.push_back(
-      {"row_factors", {kWaves, kRowsPerWave}, LdsElement::F32, 4});
+      {"row_factors", {kWaves, rowsPerWave()}, LdsElement::F32, 4});
   if (wavesPerRowGroup() > 1)
     buffers.push_back({"tile_maxima",
-                       {rowGroups(), kRowsPerWave, wavesPerRowGroup()},
-                       LdsElement::F32, 4});
+                       {rowGroups(), rowsPerWave(), wavesPerRowGroup()},
+                       LdsElement::F32,
+                       4});
   if (strategy().pv == PVPath::DecodedHalfTiles)
     buffers.push_back(
         {"decoded_v", {kVHalfRows, s.vDim}, LdsElement::BF16, 2});
@@ -103,13 +104,24 @@ PartialKernelPlan::unsupported(int64_t ldsLimit) const {
   // QK hands each wave whole 16-row MFMA blocks of the tile; PV whole
   // 16-column blocks of Dv, 8-byte aligned for the transposed reads.
   if (kvRowsPerWave() % 16 != 0 || s.vDim % (16 * split) != 0)
-    return "waves_per_row_group = " + str(split) + " needs kv_tile = " +
-           str(s.kvTile) + " and Dv = " + str(s.vDim) +
+    return "waves_per_row_group = " + str(split) +
+           " needs kv_tile = " + str(s.kvTile) + " and Dv = " + str(s.vDim) +
            " to split into multiples of 16 rows and columns";
+  if (rowsPerWave() != kRowsPerWave && rowsPerWave() != 2 * kRowsPerWave)
+    return "rows_per_wave = " + str(rowsPerWave()) + " must be 16 or 32";
   if (s.headsPerWorkgroup <= 0 || s.numHeads % s.headsPerWorkgroup != 0 ||
-      s.headsPerWorkgroup % kRowsPerWave != 0)
+      s.headsPerWorkgroup % rowsPerWave() != 0)
     return "heads_per_workgroup = " + str(s.headsPerWorkgroup) +
-           " must be a multiple of 16 dividing H = " + str(s.numHeads);
+           " must be a multiple of rows_per_wave = " + str(rowsPerWave()) +
+           " dividing H = " + str(s.numHeads);
+  // Two fragments a wave: its accumulator is 32 rows x Dv / W columns.
+  if (fragments() > 1 && (s.format != CacheFormat::FP8 || split < 2))
+    return "rows_per_wave = 32 is built for fp8 caches with "
+           "waves_per_row_group >= 2 (format " +
+           std::string(isBF16()    ? "bf16"
+                       : isMXFP4() ? "mxfp4"
+                                   : "fp8") +
+           ", waves_per_row_group = " + str(split) + ")";
   if (isMXFP4() && (s.kvTile != 64 || s.qkDim % 32 != 0))
     return std::string("the mxfp4 kernel needs kv_tile = 64 and Dqk a "
                        "multiple of 32");

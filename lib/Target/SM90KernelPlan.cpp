@@ -16,10 +16,12 @@ SM90KernelPlan::unsupported(int64_t ldsLimit) const {
   else if (s.warps != kWarps)
     why << "the sm_90a kernel runs " << kWarps
         << " warps per block (waves_per_workgroup = " << s.warps << ")";
-  else if (s.stages < 2 || s.stages > kMaxStages || s.warpsPerRowGroup != 1)
+  else if (s.stages < 2 || s.stages > kMaxStages || s.warpsPerRowGroup != 1 ||
+           s.rowsPerWave != kRows)
     why << "the sm_90a kernel needs 2.." << kMaxStages
         << " pipeline stages and no row-group split (pipeline_stages = "
-        << s.stages << ", waves_per_row_group = " << s.warpsPerRowGroup << ")";
+        << s.stages << ", waves_per_row_group = " << s.warpsPerRowGroup
+        << ", rows_per_wave = " << s.rowsPerWave << ")";
   else if (s.kvTile != 16 && s.kvTile != 32 && s.kvTile != 64)
     why << "the sm_90a kernel needs kv_tile 16, 32 or 64 (kv_tile = "
         << s.kvTile << ")";

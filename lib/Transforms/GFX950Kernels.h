@@ -67,6 +67,15 @@ private:
   struct SoftmaxState {
     mlir::Value max, sum;
   };
+  /// What the KV loop carries for each of the wave's fragments f (16 rows
+  /// each): its rows' softmax state and its accumulator's column chunks
+  /// (acc[f · chunks + c]), as the loop's values max_0.., sum_0.., acc...
+  struct RunningState {
+    llvm::SmallVector<SoftmaxState, 2> softmax;
+    llvm::SmallVector<mlir::Value, 8> acc;
+    static RunningState unpack(mlir::ValueRange values, int64_t fragments);
+    llvm::SmallVector<mlir::Value> pack() const;
+  };
 
   // PartialKernel.cpp
   llvm::SmallVector<mlir::Type> argTypes(mlir::Builder &b) const;
@@ -94,7 +103,7 @@ private:
   mlir::scf::ForOp emitTileLoop(mlir::OpBuilder &b, mlir::Value begin,
                                 mlir::Value end, mlir::ValueRange init,
                                 bool masked);
-  /// One tile; returns the new running max, sum and accumulator.
+  /// One tile; returns the new running state (RunningState's order).
   llvm::SmallVector<mlir::Value> emitLoopStep(mlir::OpBuilder &b,
                                               mlir::Value tileStart,
                                               mlir::ValueRange carried,
@@ -155,12 +164,15 @@ private:
   void emitQPreload(mlir::OpBuilder &b);
   /// bf16: the wave's Q tile, read right before the loop.
   void emitBf16QTile(mlir::OpBuilder &b);
-  ScaledQFragments buildScaledQFragments(mlir::OpBuilder &b);
-  /// The wave's scores of the tile: in LDS (bf16, returns null) or the
-  /// lane's own in registers (fp8, mxfp4; see laneColumns).
-  mlir::Value emitQK(mlir::OpBuilder &b, mlir::Value stage);
+  /// Fragment f's Q (heads 16·f .. of the wave's group).
+  ScaledQFragments buildScaledQFragments(mlir::OpBuilder &b, int64_t f);
+  /// The wave's scores of the tile: in LDS (bf16, returns none) or the
+  /// lane's own in registers, per fragment (fp8, mxfp4; see laneColumns).
+  llvm::SmallVector<mlir::Value, 2> emitQK(mlir::OpBuilder &b,
+                                           mlir::Value stage);
   void emitBf16QK(mlir::OpBuilder &b, mlir::Value stage);
-  mlir::Value emitScaledQK(mlir::OpBuilder &b, mlir::Value stage);
+  llvm::SmallVector<mlir::Value, 2> emitScaledQK(mlir::OpBuilder &b,
+                                                 mlir::Value stage);
   /// A lane's B operand of a scaled QK MFMA and its E8M0 scale: K tile row
   /// `tileRow`, the 128-wide chunk at column `chunkBase` (or its last 64
   /// columns twice).
@@ -185,11 +197,13 @@ private:
                              mlir::Value tileRow, mlir::Value block);
 
   // PartialKernelSoftmax.cpp
-  /// Scores of the tile -> P in LDS and the rows' rescale factors in LDS;
-  /// returns the new running state.
-  SoftmaxState emitSoftmax(mlir::OpBuilder &b, mlir::Value tileStart,
-                           mlir::Value laneScores, SoftmaxState running,
-                           bool masked);
+  /// Scores of the tile -> P in LDS and the rows' rescale factors in LDS,
+  /// per fragment (`laneScores`: each fragment's, or none: in LDS);
+  /// returns the new running states.
+  llvm::SmallVector<SoftmaxState, 2>
+  emitSoftmax(mlir::OpBuilder &b, mlir::Value tileStart,
+              mlir::ValueRange laneScores, llvm::ArrayRef<SoftmaxState> running,
+              bool masked);
   /// Where the lane's scores lie in the wave's share of the tile: runs of
   /// `run` columns, `stride` apart, from `start` (a tile row).
   struct LaneColumns {
@@ -206,26 +220,47 @@ private:
   mlir::Value tileScores(mlir::OpBuilder &b, mlir::Value tileStart,
                          mlir::Value laneScores, const LaneColumns &columns,
                          bool masked);
-  void emitPStore(mlir::OpBuilder &b, mlir::Value p,
-                  const LaneColumns &columns);
-  /// The row's maximum over the whole tile from the wave's own maximum: the
-  /// waves of a row group exchange theirs through LDS.
-  mlir::Value emitRowGroupMax(mlir::OpBuilder &b, mlir::Value ownMax);
+  /// Fragment f's softmax step on its scaled, masked scores `s` and its
+  /// rows' maxima over the tile.
+  SoftmaxState emitFragmentSoftmax(mlir::OpBuilder &b, mlir::Value s,
+                                   mlir::Value tileMax, SoftmaxState running,
+                                   const LaneColumns &columns, int64_t f);
+  /// Fragment f's P into the row group's P buffer.
+  void emitPStore(mlir::OpBuilder &b, mlir::Value p, const LaneColumns &columns,
+                  int64_t f);
+  /// The rows' maxima over the whole tile from the wave's own maxima (one
+  /// a fragment): the waves of a row group exchange theirs through LDS.
+  llvm::SmallVector<mlir::Value, 2>
+  emitRowGroupMax(mlir::OpBuilder &b, llvm::ArrayRef<mlir::Value> ownMax);
+  /// The lane's row of fragment f in the group's buffers (P, scores, row
+  /// factors, maxima).
+  mlir::Value fragmentRow(mlir::OpBuilder &b, int64_t f);
+  /// The first Dv column of the wave's accumulator chunk c.
+  mlir::Value chunkColumn(mlir::OpBuilder &b, int64_t c);
 
   // PartialKernelPV.cpp
-  mlir::Value emitPV(mlir::OpBuilder &b, mlir::Value stage, mlir::Value acc);
-  mlir::Value emitTilePV(mlir::OpBuilder &b, mlir::Value stage,
-                         mlir::Value acc);
+  /// Fragment f's acc + P·V on its accumulator's column chunk c.
+  mlir::Value emitPV(mlir::OpBuilder &b, mlir::Value stage, mlir::Value acc,
+                     int64_t f, int64_t c);
+  mlir::Value emitTilePV(mlir::OpBuilder &b, mlir::Value stage, mlir::Value acc,
+                         int64_t f, int64_t c);
   mlir::Value emitDecodedPV(mlir::OpBuilder &b, mlir::Value stage,
                             mlir::Value acc);
   mlir::Value emitScaledPPV(mlir::OpBuilder &b, mlir::Value stage,
                             mlir::Value acc);
-  /// The per-row factors in LDS broadcast over an accumulator tile.
-  mlir::Value readRowFactors(mlir::OpBuilder &b);
+  /// Fragment f's per-row factors in LDS broadcast over an accumulator
+  /// chunk.
+  mlir::Value readRowFactors(mlir::OpBuilder &b, int64_t f);
 
   // PartialKernelEpilogue.cpp
-  /// The row's softmax sum from the lane's part of it.
-  mlir::Value emitRowSum(mlir::OpBuilder &b, mlir::Value lanePartialSum);
+  /// The rows' softmax sums from the lane's parts of them (a fragment
+  /// each).
+  llvm::SmallVector<mlir::Value, 2>
+  emitRowSums(mlir::OpBuilder &b, llvm::ArrayRef<mlir::Value> lanePartialSums);
+  /// Fragment f's output (its accumulator's chunks, normalized) and lse
+  /// stores.
+  void emitFragmentStores(mlir::OpBuilder &b, llvm::ArrayRef<mlir::Value> out,
+                          mlir::Value lse, int64_t f);
   void emitEpilogue(mlir::OpBuilder &b, mlir::scf::ForOp loop);
 
   mlir::Type elemType(mlir::Builder &b) const;
@@ -274,18 +309,19 @@ private:
     /// alone in its group), and the first tile row and Dv column of its
     /// share.
     mlir::Value rowGroup, part, firstPart, kvRowBase, vColBase;
-    /// Lane roles in the per-lane code (softmax, epilogue): a head of the
-    /// group and which quarter of the wave's tile rows the lane holds of
-    /// it. Scores in LDS (bf16): row = lane / 4, quarter = lane % 4 (a run
-    /// of a quarter of the columns); scores in registers (fp8, mxfp4: the
-    /// scaled MFMA's accumulator of S transposed): row = lane % 16,
-    /// quarter = lane / 16 (rows 4·quarter .. +3 of each 16-row block).
-    mlir::Value row, quarter, head;
+    /// Lane roles in the per-lane code (softmax, epilogue): a row of each
+    /// fragment (row, 16 + row, ...) and which quarter of the wave's tile
+    /// rows the lane holds of it. Scores in LDS (bf16): row = lane / 4,
+    /// quarter = lane % 4 (a run of a quarter of the columns); scores in
+    /// registers (fp8, mxfp4: the scaled MFMA's accumulator of S
+    /// transposed): row = lane % 16, quarter = lane / 16 (rows 4·quarter
+    /// .. +3 of each 16-row block).
+    mlir::Value row, quarter;
   } rows;
   mlir::Value c0, c1;
   /// log2(e)·sm_scale (·kv_scale for fp8): raw MFMA products -> exp2 scores.
   mlir::Value scoreScale, kvScale;
-  ScaledQFragments qFrags;
+  llvm::SmallVector<ScaledQFragments, 2> qFrags; // one a fragment
   mlir::Value qTileBf16;
   // Loop constants.
   mlir::Value zeroAcc, negInf, padElem, padF32;

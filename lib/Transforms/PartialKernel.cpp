@@ -3,17 +3,19 @@
 // A persistent grid: the planner's schedule gives each workgroup a run of
 // units, each a (work item, block of query rows), 4 waves; the
 // (token, head) rows of a block of heads_per_workgroup heads go in groups of
-// 16 to the waves, token-major, so a workgroup reads each KV tile once for
-// all its rows. With waves_per_row_group W > 1 a group's W waves split the
-// work on it: each computes the scores of kv_tile/W of the tile's rows and
-// the output of Dv/W of the columns (H = 16 at q_len 1: 16 rows, four
-// waves busy instead of one); with W = 1 each wave has its own group and a
-// workgroup holds 64 rows. Waves past the rows repeat the last group and
-// write nothing, so control flow stays uniform for the barriers. A work
-// item's row blocks are consecutive units, scheduled on consecutive logical
-// workgroups, which run in consecutive dispatch slots of one XCD, sharing
-// its L2, so a cache byte comes from HBM once (docs/pipelines.md). The
-// stages of the KV loop are in the files GFX950Kernels.h lists.
+// rows_per_wave (16, or 32: two 16-row MFMA blocks, "fragments", that
+// share every K and V read of the wave) to the waves, token-major, so a
+// workgroup reads each KV tile once for all its rows. With
+// waves_per_row_group W > 1 a group's W waves split the work on it: each
+// computes the scores of kv_tile/W of the tile's rows and the output of
+// Dv/W of the columns (H = 16 at q_len 1: 16 rows, four waves busy instead
+// of one); with W = 1 each wave has its own group. Waves past the rows repeat
+// the last group and write nothing, so control flow stays uniform for the
+// barriers. A work item's row blocks are consecutive units, scheduled on
+// consecutive logical workgroups, which run in consecutive dispatch slots of
+// one XCD, sharing its L2, so a cache byte comes from HBM once
+// (docs/pipelines.md). The stages of the KV loop are in the files
+// GFX950Kernels.h lists.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,7 +46,8 @@ PartialKernelShape shapeOf(PartialDecodeOp op) {
           config.getPipelineStages(),
           config.getHeadsPerWorkgroup(),
           config.getWavesPerWorkgroup(),
-          config.getWavesPerRowGroup()};
+          config.getWavesPerRowGroup(),
+          config.getRowsPerWave()};
 }
 } // namespace
 
@@ -274,7 +277,37 @@ void PartialKernel::emitWaveRows(OpBuilder &b) {
                            : k.div(rows.lane, k.idx(4));
   rows.quarter = scoresInLanes ? k.div(rows.lane, k.idx(kRowsPerWave))
                                : k.rem(rows.lane, k.idx(4));
-  rows.head = k.add(k.mul(rows.headGroup, k.idx(kRowsPerWave)), rows.row);
+}
+
+Value PartialKernel::chunkColumn(OpBuilder &b, int64_t c) {
+  KernelBuilder k{b, loc};
+  return c == 0 ? rows.vColBase
+                : k.add(rows.vColBase, k.idx(c * plan.accChunkColumns()));
+}
+
+Value PartialKernel::fragmentRow(OpBuilder &b, int64_t f) {
+  KernelBuilder k{b, loc};
+  return f == 0 ? rows.row : k.add(rows.row, k.idx(kRowsPerWave * f));
+}
+
+PartialKernel::RunningState
+PartialKernel::RunningState::unpack(ValueRange values, int64_t fragments) {
+  RunningState state;
+  for (int64_t f = 0; f < fragments; ++f)
+    state.softmax.push_back({values[f], values[fragments + f]});
+  for (Value acc : values.drop_front(2 * fragments))
+    state.acc.push_back(acc);
+  return state;
+}
+
+SmallVector<Value> PartialKernel::RunningState::pack() const {
+  SmallVector<Value> values;
+  for (const SoftmaxState &s : softmax)
+    values.push_back(s.max);
+  for (const SoftmaxState &s : softmax)
+    values.push_back(s.sum);
+  values.append(acc.begin(), acc.end());
+  return values;
 }
 
 Value PartialKernel::emitSequenceLength(OpBuilder &b) {
@@ -361,7 +394,7 @@ void PartialKernel::emitUnit(OpBuilder &b, Value unit) {
 scf::ForOp PartialKernel::emitKVLoop(OpBuilder &b) {
   KernelBuilder k{b, loc};
   Type f32 = b.getF32Type();
-  auto accType = VectorType::get({kRowsPerWave, plan.vColumnsPerWave()}, f32);
+  auto accType = VectorType::get({kRowsPerWave, plan.accChunkColumns()}, f32);
   zeroAcc = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0)));
   negInf = k.f32(-INFINITY);
@@ -385,7 +418,12 @@ scf::ForOp PartialKernel::emitKVLoop(OpBuilder &b) {
   // The tiles every row sees whole run without the score mask (no
   // compares and selects a column); the item's last tiles, partial or
   // past a token's causal limit, follow in a masked copy of the step.
-  Value init[] = {negInf, k.f32(0.0), zeroAcc};
+  RunningState start;
+  for (int64_t f = 0; f < plan.fragments(); ++f) {
+    start.softmax.push_back({negInf, k.f32(0.0)});
+    start.acc.append(plan.accChunks(), zeroAcc);
+  }
+  SmallVector<Value> init = start.pack();
   Value wholeEnd = emitWholeTilesEnd(b);
   scf::ForOp whole =
       emitTileLoop(b, toI32(b, item.begin), wholeEnd, init, /*masked=*/false);
@@ -425,7 +463,7 @@ SmallVector<Value> PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
                                                ValueRange carried,
                                                bool masked) {
   KernelBuilder k{b, loc};
-  Value acc = carried[2];
+  RunningState running = RunningState::unpack(carried, plan.fragments());
   Value tileIndex = k.div(k.sub(tileStart, item.begin), k.idx(kTileRows));
   Value stage = k.rem(tileIndex, k.idx(kStages));
   Value nextStart = k.add(tileStart, k.idx(kTileRows));
@@ -440,16 +478,24 @@ SmallVector<Value> PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   // softmax's own). LLVM does not order one lane's LDS store before
   // another lane's load, so a barrier does (the emu's checker sees hazards
   // between waves only). fp8 and mxfp4 keep their scores in registers.
-  Value laneScores = emitQK(b, stage);
-  if (!laneScores)
+  SmallVector<Value, 2> laneScores = emitQK(b, stage);
+  if (laneScores.empty())
     gpu::BarrierOp::create(b, loc);
-  SoftmaxState next =
-      emitSoftmax(b, tileStart, laneScores, {carried[0], carried[1]}, masked);
+  RunningState next;
+  next.softmax = emitSoftmax(b, tileStart, laneScores, running.softmax, masked);
   gpu::BarrierOp::create(b, loc);
 
-  // acc = acc * rescale(row) + P · V (V = the first Dv tile columns).
-  Value scaled = arith::MulFOp::create(b, loc, acc, readRowFactors(b));
-  Value newAcc = emitPV(b, stage, scaled);
+  // acc = acc * rescale(row) + P · V (V = the first Dv tile columns), a
+  // column chunk at a time, every fragment on it: the fragments' V reads
+  // are the same loads.
+  int64_t chunks = plan.accChunks();
+  next.acc.resize(running.acc.size());
+  for (int64_t c = 0; c < chunks; ++c)
+    for (int64_t f = 0; f < plan.fragments(); ++f) {
+      Value scaled = arith::MulFOp::create(b, loc, running.acc[f * chunks + c],
+                                           readRowFactors(b, f));
+      next.acc[f * chunks + c] = emitPV(b, stage, scaled, f, c);
+    }
   // The next iteration's DMA overwrites the stage other waves still read
   // for PV (fp8, bf16, mxfp4 ScaledP). mxfp4's decoded PV reads the stage
   // only while decoding V, before barriers of its own, and the score, P
@@ -458,17 +504,19 @@ SmallVector<Value> PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   if (strategy.pv != PVPath::DecodedHalfTiles &&
       testHazard != "drop-loop-barrier")
     gpu::BarrierOp::create(b, loc);
-  return {next.max, next.sum, newAcc};
+  return next.pack();
 }
 
-Value PartialKernel::readRowFactors(OpBuilder &b) {
+Value PartialKernel::readRowFactors(OpBuilder &b, int64_t f) {
   // Row vector broadcast along the columns: (wave, row) -> (row, *).
   MLIRContext *ctx = b.getContext();
   auto rowMap = AffineMap::get(
       2, 0, {b.getAffineDimExpr(1), b.getAffineConstantExpr(0)}, ctx);
   auto accType =
-      VectorType::get({kRowsPerWave, plan.vColumnsPerWave()}, b.getF32Type());
+      VectorType::get({kRowsPerWave, plan.accChunkColumns()}, b.getF32Type());
   return vector::TransferReadOp::create(
-      b, loc, accType, lds.rowFactors, ValueRange{rows.wave, c0}, padF32,
-      rowMap, ArrayRef<bool>{true, true});
+      b, loc, accType, lds.rowFactors,
+      ValueRange{rows.wave,
+                 arith::ConstantIndexOp::create(b, loc, kRowsPerWave * f)},
+      padF32, rowMap, ArrayRef<bool>{true, true});
 }

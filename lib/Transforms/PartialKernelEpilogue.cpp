@@ -22,62 +22,88 @@ constexpr int64_t kRowsPerWave = PartialKernelPlan::kRowsPerWave;
 constexpr double kFp8Max = 448.0;
 } // namespace
 
-Value PartialKernel::emitRowSum(OpBuilder &b, Value lanePartialSum) {
+SmallVector<Value, 2>
+PartialKernel::emitRowSums(OpBuilder &b, ArrayRef<Value> lanePartialSums) {
   KernelBuilder k{b, loc};
   // The softmax kept a sum per lane, over its columns: add the row's four
   // lanes once here, not every tile.
-  Value partialSum =
-      k.laneReduce(lanePartialSum, rowLaneOffsets(), /*isMax=*/false);
+  SmallVector<Value, 2> sums;
+  for (Value partial : lanePartialSums)
+    sums.push_back(k.laneReduce(partial, rowLaneOffsets(), /*isMax=*/false));
   int64_t split = plan.wavesPerRowGroup();
   if (split == 1)
-    return partialSum;
+    return sums;
   // The waves of a row group summed their own columns: add the parts
   // through the row-factor buffer (each wave's own, free after the loop).
-  memref::StoreOp::create(b, loc, partialSum, lds.rowFactors,
-                          ValueRange{rows.wave, rows.row});
+  for (auto [f, sum] : llvm::enumerate(sums))
+    memref::StoreOp::create(b, loc, sum, lds.rowFactors,
+                            ValueRange{rows.wave, fragmentRow(b, f)});
   gpu::BarrierOp::create(b, loc);
   Value firstWave = k.mul(rows.rowGroup, k.idx(split));
-  Value sum = k.load(lds.rowFactors, {firstWave, rows.row});
-  for (int64_t part = 1; part < split; ++part)
-    sum = k.fadd(sum, k.load(lds.rowFactors,
-                             {k.add(firstWave, k.idx(part)), rows.row}));
+  for (int64_t f = 0; f < static_cast<int64_t>(sums.size()); ++f) {
+    Value row = fragmentRow(b, f);
+    Value sum = k.load(lds.rowFactors, {firstWave, row});
+    for (int64_t part = 1; part < split; ++part)
+      sum = k.fadd(
+          sum, k.load(lds.rowFactors, {k.add(firstWave, k.idx(part)), row}));
+    sums[f] = sum;
+  }
   // Every wave has its parts before any overwrites them with factors.
   gpu::BarrierOp::create(b, loc);
-  return sum;
+  return sums;
 }
 
 void PartialKernel::emitEpilogue(OpBuilder &b, scf::ForOp loop) {
   KernelBuilder k{b, loc};
-  Value runMax = loop.getResult(0);
-  Value runSum = emitRowSum(b, loop.getResult(1));
-  Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, runSum,
-                                     k.f32(0.0));
-  // fp8's P went in as p·448 and V still carries the per-tensor scale.
-  Value inverse =
-      strategy.p == PEncoding::Fp8TwoParts
-          ? arith::DivFOp::create(b, loc, kvScale,
-                                  k.fmul(runSum, k.f32(kFp8Max)))
-          : arith::DivFOp::create(b, loc, k.f32(1.0), runSum);
-  Value factor =
-      arith::SelectOp::create(b, loc, seen, inverse, k.f32(0.0));
-  memref::StoreOp::create(b, loc, factor, lds.rowFactors,
-                          ValueRange{rows.wave, rows.row});
+  int64_t fragments = plan.fragments();
+  RunningState final = RunningState::unpack(loop.getResults(), fragments);
+  SmallVector<Value, 2> partialSums;
+  for (const SoftmaxState &state : final.softmax)
+    partialSums.push_back(state.sum);
+  SmallVector<Value, 2> sums = emitRowSums(b, partialSums);
+  SmallVector<Value, 2> lses;
+  for (int64_t f = 0; f < fragments; ++f) {
+    Value runSum = sums[f];
+    Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                       runSum, k.f32(0.0));
+    // fp8's P went in as p·448 and V still carries the per-tensor scale.
+    Value inverse = strategy.p == PEncoding::Fp8TwoParts
+                        ? arith::DivFOp::create(b, loc, kvScale,
+                                                k.fmul(runSum, k.f32(kFp8Max)))
+                        : arith::DivFOp::create(b, loc, k.f32(1.0), runSum);
+    Value factor = arith::SelectOp::create(b, loc, seen, inverse, k.f32(0.0));
+    memref::StoreOp::create(b, loc, factor, lds.rowFactors,
+                            ValueRange{rows.wave, fragmentRow(b, f)});
+    lses.push_back(arith::SelectOp::create(
+        b, loc, seen,
+        k.fmul(
+            k.fadd(final.softmax[f].max, math::Log2Op::create(b, loc, runSum)),
+            k.f32(0.6931471805599453)),
+        negInf));
+  }
   gpu::BarrierOp::create(b, loc);
-  Value out =
-      arith::MulFOp::create(b, loc, loop.getResult(2), readRowFactors(b));
-  Value lse = arith::SelectOp::create(
-      b, loc, seen,
-      k.fmul(k.fadd(runMax, math::Log2Op::create(b, loc, runSum)),
-             k.f32(0.6931471805599453)),
-      negInf);
+  int64_t chunks = plan.accChunks();
+  for (int64_t f = 0; f < fragments; ++f) {
+    SmallVector<Value, 4> out;
+    for (int64_t c = 0; c < chunks; ++c)
+      out.push_back(arith::MulFOp::create(b, loc, final.acc[f * chunks + c],
+                                          readRowFactors(b, f)));
+    emitFragmentStores(b, out, lses[f], f);
+  }
+}
 
+void PartialKernel::emitFragmentStores(OpBuilder &b, ArrayRef<Value> out,
+                                       Value lse, int64_t f) {
+  KernelBuilder k{b, loc};
   // A sequence with a single work item is final here: write bf16 output and
   // lse directly (the combine kernel skips it); otherwise write the partials.
   Value seqItems = k.sub(k.loadIndex(args.itemIndptr, {k.add(item.seq, c1)}),
                          k.loadIndex(args.itemIndptr, {item.seq}));
   Value direct = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                        seqItems, c1);
-  Value headBase = k.mul(rows.headGroup, k.idx(kRowsPerWave));
+  Value headBase = k.add(k.mul(rows.headGroup, k.idx(plan.rowsPerWave())),
+                         k.idx(kRowsPerWave * f));
+  Value head = k.add(headBase, rows.row);
   // One lane per row writes lse: the first quarter of the row group's
   // first wave.
   Value firstQuarter =
@@ -100,26 +126,27 @@ void PartialKernel::emitEpilogue(OpBuilder &b, scf::ForOp loop) {
         [&](OpBuilder &db, Location) {
           OpBuilder::InsertionGuard g2(b);
           b.setInsertionPoint(db.getInsertionBlock(), db.getInsertionPoint());
-          Value outBf16 = arith::TruncFOp::create(
-              b, loc,
-              VectorType::get({kRowsPerWave, plan.vColumnsPerWave()},
-                              b.getBF16Type()),
-              out);
-          vector::TransferWriteOp::create(b, loc, outBf16, args.out,
-                                          ValueRange{rows.tokenRow, headBase,
-                                                     rows.vColBase},
-                                          ArrayRef<bool>{true, true});
-          storeLse(args.lse, {rows.tokenRow, rows.head});
+          auto bf16Type = VectorType::get(
+              {kRowsPerWave, plan.accChunkColumns()}, b.getBF16Type());
+          for (auto [c, chunk] : llvm::enumerate(out)) {
+            Value outBf16 = arith::TruncFOp::create(b, loc, bf16Type, chunk);
+            vector::TransferWriteOp::create(
+                b, loc, outBf16, args.out,
+                ValueRange{rows.tokenRow, headBase, chunkColumn(b, c)},
+                ArrayRef<bool>{true, true});
+          }
+          storeLse(args.lse, {rows.tokenRow, head});
           scf::YieldOp::create(b, loc);
         },
         [&](OpBuilder &pb, Location) {
           OpBuilder::InsertionGuard g2(b);
           b.setInsertionPoint(pb.getInsertionBlock(), pb.getInsertionPoint());
-          vector::TransferWriteOp::create(b, loc, out, args.partialOut,
-                                          ValueRange{item.slot, rows.token,
-                                                     headBase, rows.vColBase},
-                                          ArrayRef<bool>{true, true});
-          storeLse(args.partialLse, {item.slot, rows.token, rows.head});
+          for (auto [c, chunk] : llvm::enumerate(out))
+            vector::TransferWriteOp::create(
+                b, loc, chunk, args.partialOut,
+                ValueRange{item.slot, rows.token, headBase, chunkColumn(b, c)},
+                ArrayRef<bool>{true, true});
+          storeLse(args.partialLse, {item.slot, rows.token, head});
           scf::YieldOp::create(b, loc);
         });
     scf::YieldOp::create(b, loc);

@@ -39,7 +39,9 @@ Value broadcastFromRowLane(OpBuilder &b, Location loc, Value v, int64_t lane) {
 }
 } // namespace
 
-Value PartialKernel::emitPV(OpBuilder &b, Value stage, Value acc) {
+Value PartialKernel::emitPV(OpBuilder &b, Value stage, Value acc, int64_t f,
+                            int64_t c) {
+  // mxfp4's paths serve one fragment a wave (the plan's rows_per_wave 16).
   switch (strategy.pv) {
   case PVPath::DecodedHalfTiles:
     return emitDecodedPV(b, stage, acc);
@@ -48,23 +50,27 @@ Value PartialKernel::emitPV(OpBuilder &b, Value stage, Value acc) {
   case PVPath::FromTile:
     break;
   }
-  return emitTilePV(b, stage, acc);
+  return emitTilePV(b, stage, acc, f, c);
 }
 
-Value PartialKernel::emitTilePV(OpBuilder &b, Value stage, Value acc) {
+Value PartialKernel::emitTilePV(OpBuilder &b, Value stage, Value acc, int64_t f,
+                                int64_t c) {
   Type elem = elemType(b);
   auto pTileType = VectorType::get({kRowsPerWave, kTileRows}, elem);
-  auto vTileType =
-      VectorType::get({kTileRows, plan.vColumnsPerWave()}, elem);
+  auto vTileType = VectorType::get({kTileRows, plan.accChunkColumns()}, elem);
   auto readP = [&](Value part) {
     return vector::TransferReadOp::create(
-        b, loc, pTileType, lds.p, ValueRange{rows.rowGroup, part, c0, c0},
+        b, loc, pTileType, lds.p,
+        ValueRange{rows.rowGroup, part,
+                   arith::ConstantIndexOp::create(b, loc, kRowsPerWave * f),
+                   c0},
         padElem, ArrayRef<bool>{true, true});
   };
   auto readV = [&] {
     return vector::TransferReadOp::create(
-        b, loc, vTileType, lds.kvTiles, ValueRange{stage, c0, rows.vColBase},
-        padElem, ArrayRef<bool>{true, true});
+        b, loc, vTileType, lds.kvTiles,
+        ValueRange{stage, c0, chunkColumn(b, c)}, padElem,
+        ArrayRef<bool>{true, true});
   };
   // Operands are created in a fixed order (C++ leaves argument evaluation
   // order open).

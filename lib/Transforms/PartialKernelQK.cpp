@@ -36,8 +36,10 @@ void PartialKernel::emitQPreload(OpBuilder &b) {
   // fp8 and mxfp4: Q as A fragments of the scaled MFMAs (two fp8 parts with
   // a per-head power-of-two scale), in registers for the whole KV loop; Q's
   // and K's scales both go into the instructions.
+  qFrags.clear();
   if (strategy.qk == QKPath::ScaledMfma)
-    qFrags = buildScaledQFragments(b);
+    for (int64_t f = 0; f < plan.fragments(); ++f)
+      qFrags.push_back(buildScaledQFragments(b, f));
 }
 
 void PartialKernel::emitBf16QTile(OpBuilder &b) {
@@ -46,12 +48,12 @@ void PartialKernel::emitBf16QTile(OpBuilder &b) {
   // in registers.
   qTileBf16 = vector::TransferReadOp::create(
       b, loc, VectorType::get({kRowsPerWave, qkDim}, elemType(b)), args.q,
-      ValueRange{rows.tokenRow, k.mul(rows.headGroup, k.idx(kRowsPerWave)),
-                 c0},
+      ValueRange{rows.tokenRow,
+                 k.mul(rows.headGroup, k.idx(plan.rowsPerWave())), c0},
       padElem, ArrayRef<bool>{true, true});
 }
 
-Value PartialKernel::emitQK(OpBuilder &b, Value stage) {
+SmallVector<Value, 2> PartialKernel::emitQK(OpBuilder &b, Value stage) {
   if (strategy.qk == QKPath::ScaledMfma)
     return emitScaledQK(b, stage);
   emitBf16QK(b, stage);
@@ -86,13 +88,14 @@ void PartialKernel::emitBf16QK(OpBuilder &b, Value stage) {
 /// in its second: one MFMA against K's columns repeated, not two against
 /// zero padding.
 PartialKernel::ScaledQFragments
-PartialKernel::buildScaledQFragments(OpBuilder &b) {
+PartialKernel::buildScaledQFragments(OpBuilder &b, int64_t f) {
   KernelBuilder k{b, loc};
   Value lane = rows.lane;
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
   Type fp8 = b.getType<Float8E4M3FNType>(), e8m0 = b.getType<Float8E8M0FNUType>();
   Value kg = k.div(lane, k.idx(16)), li = k.rem(lane, k.idx(16));
-  Value head = k.add(k.mul(rows.headGroup, k.idx(kRowsPerWave)), li);
+  Value head = k.add(k.mul(rows.headGroup, k.idx(plan.rowsPerWave())),
+                     k.add(k.idx(kRowsPerWave * f), li));
   Value laneK = k.mul(kg, k.idx(16));
   auto f32x16 = VectorType::get({16}, f32);
   auto f8x16 = VectorType::get({16}, fp8);
@@ -207,8 +210,9 @@ Value PartialKernel::fp8Fragment(OpBuilder &b, Value stage, Value tileRow,
 /// lo). The MFMAs compute S transposed, so the scores stay in the lanes
 /// the softmax wants them in: lane 16·q + i holds Sᵀ[16·nb + 4·q + r][i],
 /// head i's scores of the block's rows 4·q .. 4·q + 3, element 4·nb + r of
-/// the returned vector.
-Value PartialKernel::emitScaledQK(OpBuilder &b, Value stage) {
+/// the returned vector of its fragment (head 16·f + i of the group). Each
+/// K fragment feeds every fragment's MFMAs.
+SmallVector<Value, 2> PartialKernel::emitScaledQK(OpBuilder &b, Value stage) {
   KernelBuilder k{b, loc};
   Value lane = rows.lane;
   Value kg = k.div(lane, k.idx(16)), li = k.rem(lane, k.idx(16));
@@ -224,26 +228,33 @@ Value PartialKernel::emitScaledQK(OpBuilder &b, Value stage) {
         .getResult();
   };
   int64_t blocks = plan.kvRowsPerWave() / 16;
+  int64_t fragments = plan.fragments();
   auto scoresType = VectorType::get({4 * blocks}, b.getF32Type());
-  Value scores = arith::ConstantOp::create(
+  Value zeroScores = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(scoresType, b.getF32FloatAttr(0.0)));
+  SmallVector<Value, 2> scores(fragments, zeroScores);
   int64_t wholeChunks = qkDim / 128;
+  int64_t chunks = wholeChunks + (qkDim % 128 != 0 ? 1 : 0);
   for (int64_t nb = 0; nb < blocks; ++nb) {
     Value tileRow = k.add(rows.kvRowBase, k.add(k.idx(16 * nb), li));
-    Value acc = accZero;
-    for (int64_t c = 0; c < wholeChunks; ++c) {
-      // Q = hi + lo/16: two MFMAs, the second with Q's scale 2^(e-4).
+    SmallVector<Value, 2> acc(fragments, accZero);
+    for (int64_t c = 0; c < chunks; ++c) {
       ScaledKFragment kFrag = scaledKFragment(b, stage, tileRow, c * 128, kg);
-      acc = mfma(kFrag, qFrags.hi[c], qFrags.scaleHi, acc);
-      acc = mfma(kFrag, qFrags.lo[c], qFrags.scaleLo, acc);
+      for (int64_t f = 0; f < fragments; ++f) {
+        const ScaledQFragments &q = qFrags[f];
+        if (c == wholeChunks) { // the last 64 columns: hi and lo in one
+          acc[f] = mfma(kFrag, q.tail, q.scaleTail, acc[f]);
+          continue;
+        }
+        // Q = hi + lo/16: two MFMAs, the second with Q's scale 2^(e-4).
+        acc[f] = mfma(kFrag, q.hi[c], q.scaleHi, acc[f]);
+        acc[f] = mfma(kFrag, q.lo[c], q.scaleLo, acc[f]);
+      }
     }
-    if (qFrags.tail) {
-      ScaledKFragment kFrag =
-          scaledKFragment(b, stage, tileRow, wholeChunks * 128, kg);
-      acc = mfma(kFrag, qFrags.tail, qFrags.scaleTail, acc);
-    }
-    scores = vector::InsertStridedSliceOp::create(
-        b, loc, acc, scores, ArrayRef<int64_t>{4 * nb}, ArrayRef<int64_t>{1});
+    for (int64_t f = 0; f < fragments; ++f)
+      scores[f] = vector::InsertStridedSliceOp::create(
+          b, loc, acc[f], scores[f], ArrayRef<int64_t>{4 * nb},
+          ArrayRef<int64_t>{1});
   }
   return scores;
 }

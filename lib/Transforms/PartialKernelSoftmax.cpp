@@ -3,7 +3,8 @@
 // Per-lane code over the wave's own scores: in LDS (bf16), lane 4·r + q of
 // a wave takes a quarter of row r (one head) of the tile rows it scored; in
 // registers (fp8, mxfp4), lane 16·q + r holds head r's rows 4·q .. 4·q + 3
-// of each 16 the wave scored, as the QK MFMAs left them. In the
+// of each 16 the wave scored, as the QK MFMAs left them — with 32-row
+// groups, for each of the wave's two fragments (heads r and 16 + r). In the
 // item's last tiles scores are masked to the work item's rows and the
 // token's causal limit (the KV loop runs whole tiles unmasked); the
 // running max and sum move in the exp2 domain; P goes to the row group's P
@@ -79,22 +80,41 @@ Value PartialKernel::tileScores(OpBuilder &b, Value tileStart, Value laneScores,
       b, loc, visible, s, vector::BroadcastOp::create(b, loc, vt, negInf));
 }
 
-PartialKernel::SoftmaxState
-PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart, Value laneScores,
-                           SoftmaxState running, bool masked) {
+SmallVector<PartialKernel::SoftmaxState, 2>
+PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart, ValueRange laneScores,
+                           ArrayRef<SoftmaxState> running, bool masked) {
   KernelBuilder k{b, loc};
-  Type f32 = b.getF32Type();
   // The wave's share of the tile's columns: the rows it scored (all of
   // them unless its row group splits the tile). Each lane keeps a partial
   // sum over its columns (the epilogue adds a row's lanes, then the row
   // group's waves) and writes its part of the group's P.
   LaneColumns columns = laneColumns(b);
-  Value s = tileScores(b, tileStart, laneScores, columns, masked);
-  Value ownMax = k.laneReduce(
-      vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, s),
-      rowLaneOffsets(), /*isMax=*/true);
-  Value tileMax =
+  int64_t fragments = plan.fragments();
+  SmallVector<Value, 2> scores, ownMax;
+  for (int64_t f = 0; f < fragments; ++f) {
+    scores.push_back(tileScores(b, tileStart,
+                                laneScores.empty() ? Value() : laneScores[f],
+                                columns, masked));
+    ownMax.push_back(
+        k.laneReduce(vector::ReductionOp::create(
+                         b, loc, vector::CombiningKind::MAXIMUMF, scores[f]),
+                     rowLaneOffsets(), /*isMax=*/true));
+  }
+  SmallVector<Value, 2> tileMax =
       plan.wavesPerRowGroup() > 1 ? emitRowGroupMax(b, ownMax) : ownMax;
+  SmallVector<SoftmaxState, 2> next;
+  for (int64_t f = 0; f < fragments; ++f)
+    next.push_back(
+        emitFragmentSoftmax(b, scores[f], tileMax[f], running[f], columns, f));
+  return next;
+}
+
+PartialKernel::SoftmaxState
+PartialKernel::emitFragmentSoftmax(OpBuilder &b, Value s, Value tileMax,
+                                   SoftmaxState running,
+                                   const LaneColumns &columns, int64_t f) {
+  KernelBuilder k{b, loc};
+  Type f32 = b.getF32Type();
   Value newMax = k.fmax(running.max, tileMax);
   // A row that has seen nothing yet (max -inf) shifts by the lowest finite
   // float, not by -inf: its scores and running max, all -inf, still give
@@ -113,28 +133,36 @@ PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart, Value laneScores,
   Value rescale = math::Exp2Op::create(
       b, loc, arith::SubFOp::create(b, loc, running.max, shift));
   Value newSum = k.fadd(k.fmul(running.sum, rescale), tileSum);
-  emitPStore(b, p, columns);
+  emitPStore(b, p, columns, f);
   memref::StoreOp::create(b, loc, rescale, lds.rowFactors,
-                          ValueRange{rows.wave, rows.row});
+                          ValueRange{rows.wave, fragmentRow(b, f)});
   return {newMax, newSum};
 }
 
-Value PartialKernel::emitRowGroupMax(OpBuilder &b, Value ownMax) {
-  // The four lanes of a row hold the same maximum and store it alike.
-  memref::StoreOp::create(b, loc, ownMax, lds.tileMaxima,
-                          ValueRange{rows.rowGroup, rows.row, rows.part});
+SmallVector<Value, 2> PartialKernel::emitRowGroupMax(OpBuilder &b,
+                                                     ArrayRef<Value> ownMax) {
+  // The four lanes of a row hold the same maximum and store it alike; all
+  // fragments' go out behind one barrier.
+  for (auto [f, max] : llvm::enumerate(ownMax))
+    memref::StoreOp::create(
+        b, loc, max, lds.tileMaxima,
+        ValueRange{rows.rowGroup, fragmentRow(b, f), rows.part});
   if (testHazard != "drop-max-barrier")
     gpu::BarrierOp::create(b, loc);
   int64_t split = plan.wavesPerRowGroup();
-  Value maxima = vector::LoadOp::create(
-      b, loc, VectorType::get({split}, b.getF32Type()), lds.tileMaxima,
-      ValueRange{rows.rowGroup, rows.row, c0});
-  return vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF,
-                                     maxima);
+  SmallVector<Value, 2> tileMax;
+  for (int64_t f = 0; f < static_cast<int64_t>(ownMax.size()); ++f) {
+    Value maxima = vector::LoadOp::create(
+        b, loc, VectorType::get({split}, b.getF32Type()), lds.tileMaxima,
+        ValueRange{rows.rowGroup, fragmentRow(b, f), c0});
+    tileMax.push_back(vector::ReductionOp::create(
+        b, loc, vector::CombiningKind::MAXIMUMF, maxima));
+  }
+  return tileMax;
 }
 
 void PartialKernel::emitPStore(OpBuilder &b, Value p,
-                               const LaneColumns &columns) {
+                               const LaneColumns &columns, int64_t f) {
   KernelBuilder k{b, loc};
   Type fp8 = b.getType<Float8E4M3FNType>();
   auto vt = cast<VectorType>(p.getType());
@@ -148,8 +176,9 @@ void PartialKernel::emitPStore(OpBuilder &b, Value p,
             b, loc, values, ArrayRef<int64_t>{first},
             ArrayRef<int64_t>{columns.run}, ArrayRef<int64_t>{1});
       Value col = k.add(columns.start, k.idx(columns.offset(first)));
-      vector::StoreOp::create(b, loc, run, lds.p,
-                              ValueRange{rows.rowGroup, part, rows.row, col});
+      vector::StoreOp::create(
+          b, loc, run, lds.p,
+          ValueRange{rows.rowGroup, part, fragmentRow(b, f), col});
     }
   };
   if (strategy.p == PEncoding::F32) {

@@ -72,6 +72,7 @@ mla::selectConfigOptions(const DecodePipelineOptions &options) {
   config.headsPerWorkgroup = options.headsPerWorkgroup;
   config.wavesPerWorkgroup = options.wavesPerWorkgroup;
   config.wavesPerRowGroup = options.wavesPerRowGroup;
+  config.rowsPerWave = options.rowsPerWave;
   config.pipelineStages = options.pipelineStages;
   return config;
 }

@@ -27,13 +27,14 @@ using namespace mlir;
 using namespace mla;
 
 namespace {
-/// Enough waves per group of 16 query rows that one token's rows fill the
+/// Enough waves per group of query rows that one token's rows fill the
 /// workgroup (q_len 1, the common decode step): H = 16 splits each tile over
 /// 4 waves, H = 32 over 2 — as far as the tile's rows and the Dv columns
-/// split into 16s.
-int64_t defaultRowGroupWaves(int64_t waves, int64_t headsPerWg, int64_t tile,
-                             int64_t vDim) {
-  int64_t groupsPerToken = std::max<int64_t>(1, headsPerWg / 16);
+/// split into 16s. Groups of 32 rows take at least 2 (a wave's accumulator
+/// of 32 rows and all Dv columns would not fit its registers).
+int64_t defaultRowGroupWaves(int64_t waves, int64_t headsPerWg,
+                             int64_t rowsPerWave, int64_t tile, int64_t vDim) {
+  int64_t groupsPerToken = std::max<int64_t>(1, headsPerWg / rowsPerWave);
   auto splitsInto16s = [](int64_t n, int64_t parts) {
     return n % (16 * parts) == 0;
   };
@@ -42,7 +43,24 @@ int64_t defaultRowGroupWaves(int64_t waves, int64_t headsPerWg, int64_t tile,
          2 * split * groupsPerToken <= waves &&
          splitsInto16s(tile, 2 * split) && splitsInto16s(vDim, 2 * split))
     split *= 2;
-  return split;
+  return rowsPerWave > 16 ? std::max<int64_t>(split, 2) : split;
+}
+
+/// gfx950: 32 query rows a wave where a token has them (H a multiple of 32):
+/// each K and V fragment a wave reads from LDS then feeds two MFMA blocks,
+/// which halves the LDS reads a tile at H = 128 (docs/performance.md). Built
+/// for fp8 caches, with at least two waves a row group (`forcedSplit`: the
+/// forced waves_per_row_group, 0 if none); not for pages smaller than a
+/// tile, whose per-lane page lookups push the wave's registers (Q and the
+/// output of 32 rows: 272 of 512) into scratch.
+int64_t defaultRowsPerWave(CacheFormat format, int64_t headsPerWg,
+                           int64_t forcedSplit, int64_t pageSize,
+                           int64_t tile) {
+  bool pagesHoldTiles = pageSize == 0 || pageSize >= tile;
+  return format == CacheFormat::FP8 && headsPerWg % 32 == 0 &&
+                 forcedSplit != 1 && pagesHoldTiles
+             ? 32
+             : 16;
 }
 
 TargetAttr serializeTarget(MLIRContext *ctx, const TargetInfo &info) {
@@ -92,11 +110,19 @@ struct MLASelectConfigPass
                             : isGpu ? 2
                                     : 1);
       int64_t vDim = static_cast<int64_t>(op.getVHeadDim());
+      CacheFormat format = cacheFormat(op.getKvFormat());
+      int64_t waveRows = pick(
+          rowsPerWave,
+          isGpu && !nvidia
+              ? defaultRowsPerWave(format, headsPerWg, wavesPerRowGroup,
+                                   op.getPageSize(), kvTile != 0 ? kvTile : 64)
+              : 16);
       auto rowGroupWavesFor = [&](int64_t tile) {
-        return pick(wavesPerRowGroup,
-                    isGpu && !nvidia
-                        ? defaultRowGroupWaves(waves, headsPerWg, tile, vDim)
-                        : 1);
+        return pick(
+            wavesPerRowGroup,
+            isGpu && !nvidia
+                ? defaultRowGroupWaves(waves, headsPerWg, waveRows, tile, vDim)
+                : 1);
       };
       // 64-row tiles, unless the kernel's stages of them do not fit a
       // workgroup's LDS (gfx950: bf16 rows are twice as wide; they fit when
@@ -129,11 +155,10 @@ struct MLASelectConfigPass
         if (isGpu) {
           auto fits = [&](int64_t candidate) {
             PartialKernelShape shape{
-                cacheFormat(op.getKvFormat()), heads,
-                op.getQKHeadDim(),             vDim,
-                candidate,                     stages,
-                headsPerWg,                    waves,
-                rowGroupWavesFor(candidate)};
+                format,     heads,     op.getQKHeadDim(),
+                vDim,       candidate, stages,
+                headsPerWg, waves,     rowGroupWavesFor(candidate),
+                waveRows};
             return PartialKernelPlan(shape).ldsBytes() <=
                    info->arch->ldsBytesPerWorkgroup;
           };
@@ -148,7 +173,7 @@ struct MLASelectConfigPass
       auto emitError = [&] { return op.emitOpError(); };
       ConfigAttr config = ConfigAttr::getChecked(
           emitError, ctx, tile, headsPerWg, waves, stages, policy, splitCount,
-          rowGroupWaves);
+          rowGroupWaves, waveRows);
       if (!config ||
           failed(verifyConfigForDecode(emitError, target, config,
                                        op.getKvFormat(), heads,

@@ -5,6 +5,13 @@
 // RUN: mla-opt %s --split-input-file --mla-select-config | FileCheck %s --check-prefix=AUTO
 // RUN: not mla-opt %s --split-input-file --mla-select-config="waves-per-row-group=4" --mla-split-kv --mla-to-gpu 2>&1 | FileCheck %s --check-prefix=FORCED
 // RUN: not mla-opt %s --split-input-file --mla-select-config="kv-tile=32 waves-per-row-group=4" --mla-split-kv --mla-to-gpu 2>&1 | FileCheck %s --check-prefix=FORCED32
+// rows_per_wave = 32 where the heads are fewer, and for bf16 (built for
+// fp8 only): errors on the op; fp8 at H = 32 and 64 builds.
+// RUN: not mla-opt %s --split-input-file --mla-select-config="rows-per-wave=32" --mla-split-kv --mla-to-gpu 2>&1 | FileCheck %s --check-prefix=ROWS32
+// ROWS32: error: 'mla.partial_decode' op heads_per_workgroup = 16 must be a multiple of rows_per_wave = 32 dividing H = 16
+// ROWS32: error: 'mla.partial_decode' op heads_per_workgroup = 16 must be a multiple of rows_per_wave = 32 dividing H = 16
+// ROWS32: error: 'mla.partial_decode' op rows_per_wave = 32 is built for fp8 caches with waves_per_row_group >= 2 (format bf16, waves_per_row_group = 4)
+// ROWS32-NOT: error
 
 // Dv = 32 splits into 16s 2 ways, not 4.
 // AUTO-LABEL: func @dv32
@@ -51,8 +58,12 @@ func.func @bf16_h32(%q: tensor<?x32x576xbf16>, %kv: tensor<?x576xbf16>,
 
 // -----
 
+// fp8 where H is a multiple of 32: groups of 32 rows (rows_per_wave, two
+// 16-row MFMA blocks a wave sharing its K and V reads), split by at least
+// 2 waves (a wave's accumulator holds 32 rows of Dv / W columns). H = 32
+// fills the workgroup with one group of 4 waves, H = 64 with two of 2.
 // AUTO-LABEL: func @fp8_h32
-// AUTO: heads_per_workgroup = 32, {{.*}} waves_per_row_group = 2>
+// AUTO: heads_per_workgroup = 32, {{.*}} waves_per_row_group = 4, rows_per_wave = 32>
 func.func @fp8_h32(%q: tensor<?x32x576xbf16>, %kv: tensor<?x576xf8E4M3FN>, %s: tensor<1xf32>,
                    %qo: tensor<?xi32>, %kvp: tensor<?xi32>) -> tensor<?x32x512xbf16> {
   %o = mla.decode q(%q : tensor<?x32x576xbf16>) kv(%kv : tensor<?x576xf8E4M3FN>)
@@ -64,7 +75,7 @@ func.func @fp8_h32(%q: tensor<?x32x576xbf16>, %kv: tensor<?x576xf8E4M3FN>, %s: t
 // -----
 
 // AUTO-LABEL: func @fp8_h64
-// AUTO: heads_per_workgroup = 64, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>
+// AUTO: heads_per_workgroup = 64, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced, waves_per_row_group = 2, rows_per_wave = 32>
 func.func @fp8_h64(%q: tensor<?x64x576xbf16>, %kv: tensor<?x576xf8E4M3FN>, %s: tensor<1xf32>,
                    %qo: tensor<?xi32>, %kvp: tensor<?xi32>) -> tensor<?x64x512xbf16> {
   %o = mla.decode q(%q : tensor<?x64x576xbf16>) kv(%kv : tensor<?x576xf8E4M3FN>)

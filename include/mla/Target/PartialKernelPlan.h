@@ -64,6 +64,9 @@ struct PartialKernelShape {
   /// Waves that share one group of 16 query rows (config
   /// waves_per_row_group).
   int64_t wavesPerRowGroup = 1;
+  /// Query rows of a row group (config rows_per_wave): 16, or 32 in two
+  /// 16-row MFMA blocks (fragments) a wave.
+  int64_t rowsPerWave = 16;
 };
 
 class PartialKernelPlan {
@@ -72,6 +75,8 @@ public:
   /// Waves per workgroup, 16 query rows (heads) each.
   static constexpr int64_t kWaves = 4;
   static constexpr int64_t kThreads = kWaveSize * kWaves;
+  /// Query rows of one MFMA block (a fragment); a wave holds
+  /// fragments() of them.
   static constexpr int64_t kRowsPerWave = 16;
   /// Bytes per lane and LDS DMA (gather_to_lds).
   static constexpr int64_t kDmaBytes = 16;
@@ -90,16 +95,31 @@ public:
   std::optional<std::string> unsupported(int64_t ldsLimit) const;
 
   // Wave mapping: the (token, head) rows of a block of heads_per_workgroup
-  // heads, token-major, in groups of 16 heads; a workgroup takes
+  // heads, token-major, in groups of rowsPerWave() heads; a workgroup takes
   // rowGroups() consecutive groups, wavesPerRowGroup() waves each. The
   // waves of a group split the tile's KV rows for QK (kvRowsPerWave() each)
-  // and the Dv columns for PV (vColumnsPerWave() each).
+  // and the Dv columns for PV (vColumnsPerWave() each); each computes all
+  // of the group's rows, as fragments() MFMA blocks of 16 that share every
+  // K and V fragment it reads.
   int64_t wavesPerRowGroup() const { return s.wavesPerRowGroup; }
+  int64_t rowsPerWave() const { return s.rowsPerWave; }
+  int64_t fragments() const { return rowsPerWave() / kRowsPerWave; }
   int64_t rowGroups() const { return kWaves / wavesPerRowGroup(); }
   int64_t kvRowsPerWave() const { return s.kvTile / wavesPerRowGroup(); }
   int64_t vColumnsPerWave() const { return s.vDim / wavesPerRowGroup(); }
-  int64_t rowsPerWorkgroup() const { return rowGroups() * kRowsPerWave; }
-  int64_t groupsPerToken() const { return s.headsPerWorkgroup / kRowsPerWave; }
+  int64_t rowsPerWorkgroup() const { return rowGroups() * rowsPerWave(); }
+  /// A wave's accumulator in column chunks: with two fragments, chunks of
+  /// kAccChunkColumns, PV running both fragments' MFMAs on a chunk's V
+  /// fragments before the next chunk's are read (so that the V reads they
+  /// share stay live one chunk long: register pressure).
+  static constexpr int64_t kAccChunkColumns = 64;
+  int64_t accChunks() const {
+    return fragments() > 1 && vColumnsPerWave() % kAccChunkColumns == 0
+               ? vColumnsPerWave() / kAccChunkColumns
+               : 1;
+  }
+  int64_t accChunkColumns() const { return vColumnsPerWave() / accChunks(); }
+  int64_t groupsPerToken() const { return s.headsPerWorkgroup / rowsPerWave(); }
   int64_t headBlocks() const { return s.numHeads / s.headsPerWorkgroup; }
   /// Workgroups (row blocks) per work item, for the longest q_len.
   int64_t blocksPerItem() const;

@@ -32,6 +32,7 @@ struct SM90KernelShape {
   CacheFormat format;
   int64_t numHeads, qkDim, vDim;
   int64_t kvTile, headsPerWorkgroup, warps, stages, warpsPerRowGroup;
+  int64_t rowsPerWave = 16;
 };
 
 class SM90KernelPlan {

@@ -72,8 +72,13 @@ struct DecodePipelineOptions
       llvm::cl::init(0)};
   Option<int64_t> wavesPerRowGroup{
       *this, "waves-per-row-group",
-      llvm::cl::desc("Waves sharing one group of 16 query rows: 1, 2 or 4 "
+      llvm::cl::desc("Waves sharing one group of query rows: 1, 2 or 4 "
                      "(0 = the config's choice)"),
+      llvm::cl::init(0)};
+  Option<int64_t> rowsPerWave{
+      *this, "rows-per-wave",
+      llvm::cl::desc("Query rows of a row group: 16 or 32 (0 = the "
+                     "config's choice)"),
       llvm::cl::init(0)};
   Option<int64_t> pipelineStages{
       *this, "pipeline-stages",

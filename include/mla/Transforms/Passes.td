@@ -64,9 +64,12 @@ def MLASelectConfigPass : Pass<"mla-select-config"> {
     Defaults: `kv_tile` 64, halved on gfx950 until the partial kernel's
     stages fit the LDS (bf16 from H = 48: 32); `heads_per_workgroup`
     H (one block of all heads: the rows pack densely); `waves_per_workgroup` 4 (256 threads) on gfx950, 1 on the host;
-    `waves_per_row_group` on gfx950 4 / (heads_per_workgroup / 16), at
-    least 1 (a token's rows fill the waves at q_len 1), as far as kv_tile
-    and Dv split into multiples of 16; 1 on the host;
+    `rows_per_wave` on gfx950 32 for fp8 where heads_per_workgroup is a
+    multiple of 32 (on a contiguous cache or pages of at least a tile),
+    else 16; `waves_per_row_group` on gfx950 4 / (heads_per_workgroup /
+    rows_per_wave), at least 1 (a token's rows fill the waves at q_len 1;
+    at least 2 for 32-row groups), as far as kv_tile and Dv split into
+    multiples of 16; 1 on the host;
     `pipeline_stages` 2 on gfx950, 1 on the host; `split_policy = balanced`.
 
     Before:
@@ -99,8 +102,10 @@ def MLASelectConfigPass : Pass<"mla-select-config"> {
            /*default=*/"0", "Waves per workgroup (0 = choose)">,
     Option<"wavesPerRowGroup", "waves-per-row-group", "int64_t",
            /*default=*/"0",
-           "Waves sharing one group of 16 query rows: 1, 2 or 4 "
+           "Waves sharing one group of query rows: 1, 2 or 4 "
            "(0 = choose)">,
+    Option<"rowsPerWave", "rows-per-wave", "int64_t", /*default=*/"0",
+           "Query rows of a row group: 16 or 32 (0 = choose)">,
     Option<"pipelineStages", "pipeline-stages", "int64_t", /*default=*/"0",
            "KV tiles in flight (0 = choose)">,
     Option<"splits", "splits", "int64_t", /*default=*/"-1",
@@ -235,11 +240,12 @@ def MLAToGPUPass : Pass<"mla-to-gpu", "mlir::ModuleOp"> {
     The partial kernel: a persistent grid of one workgroup per CU, each
     running the units the planner scheduled for it (docs/split-planning.md),
     a unit being a (work item, block of query rows); 4 waves; the (token,
-    head) rows of a block of `heads_per_workgroup` heads go in groups of 16
-    to the waves, token-major, `waves_per_row_group` waves to a group (which
-    split the tile's KV rows for QK and the Dv columns for PV), so one KV
-    read per tile serves 64 / W rows (every head of a token at q_len 1 with
-    the default W). The grid is the CUs (256), whatever the batch;
+    head) rows of a block of `heads_per_workgroup` heads go in groups of
+    `rows_per_wave` (16, or 32 as two MFMA blocks sharing a wave's K and V
+    reads) to the waves, token-major, `waves_per_row_group` waves to a
+    group (which split the tile's KV rows for QK and the Dv columns for
+    PV), so one KV read per tile serves 4 · rows_per_wave / W rows (every
+    head of a token at q_len 1 with the default W). The grid is the CUs (256), whatever the batch;
     workgroup id g runs logical workgroup (g mod xcds) · CUs/xcds + ⌊g /
     xcds⌋ (the chip deals workgroup ids to XCDs round robin), and the
     planner gives a work item's row blocks consecutive logical workgroups

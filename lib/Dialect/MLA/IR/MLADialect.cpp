@@ -58,7 +58,8 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t kvTile, int64_t headsPerWorkgroup,
                                  int64_t wavesPerWorkgroup,
                                  int64_t pipelineStages, SplitPolicy policy,
-                                 int64_t splits, int64_t wavesPerRowGroup) {
+                                 int64_t splits, int64_t wavesPerRowGroup,
+                                 int64_t rowsPerWave) {
   if (kvTile <= 0 || !llvm::isPowerOf2_64(kvTile))
     return emitError() << "kv_tile = " << kvTile
                        << " must be a positive power of two";
@@ -72,6 +73,9 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "waves_per_row_group = " << wavesPerRowGroup
                        << " must be positive and divide waves_per_workgroup = "
                        << wavesPerWorkgroup;
+  if (rowsPerWave != 16 && rowsPerWave != 32)
+    return emitError() << "rows_per_wave = " << rowsPerWave
+                       << " must be 16 or 32";
   if (pipelineStages < 1)
     return emitError() << "pipeline_stages = " << pipelineStages
                        << " must be at least 1";
@@ -119,7 +123,8 @@ PartialKernelPlan mla::partialKernelPlan(ConfigAttr config, KVFormat format,
   return PartialKernelPlan(PartialKernelShape{
       cacheFormat(format), numHeads, qkDim, vDim, config.getKvTile(),
       config.getPipelineStages(), config.getHeadsPerWorkgroup(),
-      config.getWavesPerWorkgroup(), config.getWavesPerRowGroup()});
+      config.getWavesPerWorkgroup(), config.getWavesPerRowGroup(),
+      config.getRowsPerWave()});
 }
 
 LogicalResult
@@ -138,11 +143,11 @@ mla::verifyConfigForDecode(function_ref<InFlightDiagnostic()> emitError,
                        << " threads, more than 1024";
   // NVIDIA chips run the sm_90a kernel, whose plan says what it supports.
   if (isNVIDIAArch(target.getArch())) {
-    SM90KernelPlan plan({cacheFormat(format), numHeads, qkDim, vDim,
-                         config.getKvTile(), config.getHeadsPerWorkgroup(),
-                         config.getWavesPerWorkgroup(),
-                         config.getPipelineStages(),
-                         config.getWavesPerRowGroup()});
+    SM90KernelPlan plan(
+        {cacheFormat(format), numHeads, qkDim, vDim, config.getKvTile(),
+         config.getHeadsPerWorkgroup(), config.getWavesPerWorkgroup(),
+         config.getPipelineStages(), config.getWavesPerRowGroup(),
+         config.getRowsPerWave()});
     if (std::optional<std::string> why = plan.unsupported(target.getLdsBytes()))
       return emitError() << *why << " (target " << target.getName() << ")";
     return success();

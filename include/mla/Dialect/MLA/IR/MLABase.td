@@ -108,14 +108,19 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
     - `kv_tile`: cache rows per tile of the KV loop (a power of two);
     - `heads_per_workgroup`: the head grouping — a workgroup's query rows
       are (token, head) rows of one block of this many heads (a multiple of
-      16 dividing H), packed token-major, 16 per wave; the KV tile is read
+      `rows_per_wave` dividing H), packed token-major; the KV tile is read
       once for all of them;
     - `waves_per_workgroup`: waves of one workgroup;
-    - `waves_per_row_group`: waves that share one group of 16 query rows
+    - `waves_per_row_group`: waves that share one group of query rows
       (1, 2 or 4; default 1): each computes the scores of its share of the
       tile's KV rows and the output of its share of the Dv columns, so a
-      workgroup holds `16 · waves_per_workgroup / waves_per_row_group` rows
-      (fewer padding rows when a token has fewer than 64);
+      workgroup holds fewer rows (fewer padding rows when a token has
+      fewer than 64);
+    - `rows_per_wave`: query rows of a row group, the rows each of its
+      waves computes (16 or 32; default 16): with 32 a wave's K and V
+      reads serve two 16-row MFMA blocks (gfx950, fp8), and a workgroup
+      holds `rows_per_wave · waves_per_workgroup / waves_per_row_group`
+      rows;
     - `pipeline_stages`: KV tiles in flight (LDS buffers);
     - `split_policy`: `balanced` (the planner sizes work items to fill the
       chip at run time) or `uniform` with `splits` items per sequence.
@@ -135,7 +140,8 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
     "int64_t":$pipeline_stages,
     EnumParameter<MLA_SplitPolicy>:$split_policy,
     DefaultValuedParameter<"int64_t", "0">:$splits,
-    DefaultValuedParameter<"int64_t", "1">:$waves_per_row_group
+    DefaultValuedParameter<"int64_t", "1">:$waves_per_row_group,
+    DefaultValuedParameter<"int64_t", "16">:$rows_per_wave
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
