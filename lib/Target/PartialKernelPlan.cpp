@@ -115,8 +115,8 @@ PartialKernelPlan::unsupported(int64_t ldsLimit) const {
            " must be a multiple of rows_per_wave = " + str(rowsPerWave()) +
            " dividing H = " + str(s.numHeads);
   // Two fragments a wave: its accumulator is 32 rows x Dv / W columns.
-  if (fragments() > 1 && (s.format != CacheFormat::FP8 || split < 2))
-    return "rows_per_wave = 32 is built for fp8 caches with "
+  if (fragments() > 1 && (isMXFP4() || split < 2))
+    return "rows_per_wave = 32 is built for fp8 and bf16 caches with "
            "waves_per_row_group >= 2 (format " +
            std::string(isBF16()    ? "bf16"
                        : isMXFP4() ? "mxfp4"

@@ -219,7 +219,7 @@ private:
   /// `masked`, -inf where the item or the token's causal limit hides them.
   mlir::Value tileScores(mlir::OpBuilder &b, mlir::Value tileStart,
                          mlir::Value laneScores, const LaneColumns &columns,
-                         bool masked);
+                         bool masked, int64_t f);
   /// Fragment f's softmax step on its scaled, masked scores `s` and its
   /// rows' maxima over the tile.
   SoftmaxState emitFragmentSoftmax(mlir::OpBuilder &b, mlir::Value s,
@@ -322,7 +322,7 @@ private:
   /// log2(e)·sm_scale (·kv_scale for fp8): raw MFMA products -> exp2 scores.
   mlir::Value scoreScale, kvScale;
   llvm::SmallVector<ScaledQFragments, 2> qFrags; // one a fragment
-  mlir::Value qTileBf16;
+  llvm::SmallVector<mlir::Value, 2> qTileBf16;   // one a fragment
   // Loop constants.
   mlir::Value zeroAcc, negInf, padElem, padF32;
   mlir::ArrayAttr qkMaps, pvMaps, iters;

@@ -45,12 +45,16 @@ void PartialKernel::emitQPreload(OpBuilder &b) {
 void PartialKernel::emitBf16QTile(OpBuilder &b) {
   KernelBuilder k{b, loc};
   // The MFMA pass loads its fragments here, before the loop, and they stay
-  // in registers.
-  qTileBf16 = vector::TransferReadOp::create(
-      b, loc, VectorType::get({kRowsPerWave, qkDim}, elemType(b)), args.q,
-      ValueRange{rows.tokenRow,
-                 k.mul(rows.headGroup, k.idx(plan.rowsPerWave())), c0},
-      padElem, ArrayRef<bool>{true, true});
+  // in registers: one 16-row tile a fragment.
+  qTileBf16.clear();
+  for (int64_t f = 0; f < plan.fragments(); ++f)
+    qTileBf16.push_back(vector::TransferReadOp::create(
+        b, loc, VectorType::get({kRowsPerWave, qkDim}, elemType(b)), args.q,
+        ValueRange{rows.tokenRow,
+                   k.add(k.mul(rows.headGroup, k.idx(plan.rowsPerWave())),
+                         k.idx(kRowsPerWave * f)),
+                   c0},
+        padElem, ArrayRef<bool>{true, true}));
 }
 
 SmallVector<Value, 2> PartialKernel::emitQK(OpBuilder &b, Value stage) {
@@ -61,22 +65,28 @@ SmallVector<Value, 2> PartialKernel::emitQK(OpBuilder &b, Value stage) {
 }
 
 /// bf16 caches: bf16 MFMAs on Q (read before the loop) and K as they are,
-/// a wave-level contraction on the 16 heads x the wave's tile rows.
+/// a wave-level contraction on a fragment's 16 heads x the wave's tile rows,
+/// one a fragment (their K reads are the same loads).
 void PartialKernel::emitBf16QK(OpBuilder &b, Value stage) {
   Type elem = elemType(b), f32 = b.getF32Type();
   int64_t kvRows = plan.kvRowsPerWave();
   auto kTileType = VectorType::get({kvRows, qkDim}, elem);
-  Value kTile = vector::TransferReadOp::create(
-      b, loc, kTileType, lds.kvTiles, ValueRange{stage, rows.kvRowBase, c0},
-      padElem, ArrayRef<bool>{true, true});
   auto sType = VectorType::get({kRowsPerWave, kvRows}, f32);
   Value sZero = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(sType, b.getF32FloatAttr(0.0)));
-  Value scores = vector::ContractionOp::create(b, loc, qTileBf16, kTile, sZero,
-                                               qkMaps, iters);
-  vector::TransferWriteOp::create(b, loc, scores, lds.scores,
-                                  ValueRange{rows.rowGroup, c0, rows.kvRowBase},
-                                  ArrayRef<bool>{true, true});
+  for (int64_t f = 0; f < plan.fragments(); ++f) {
+    Value kTile = vector::TransferReadOp::create(
+        b, loc, kTileType, lds.kvTiles, ValueRange{stage, rows.kvRowBase, c0},
+        padElem, ArrayRef<bool>{true, true});
+    Value scores = vector::ContractionOp::create(b, loc, qTileBf16[f], kTile,
+                                                 sZero, qkMaps, iters);
+    vector::TransferWriteOp::create(
+        b, loc, scores, lds.scores,
+        ValueRange{rows.rowGroup,
+                   arith::ConstantIndexOp::create(b, loc, kRowsPerWave * f),
+                   rows.kvRowBase},
+        ArrayRef<bool>{true, true});
+  }
 }
 
 /// Lane 16·kg + i holds, per 128-wide K chunk, Q[head i][16·kg + e] (e <

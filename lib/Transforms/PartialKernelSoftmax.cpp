@@ -47,16 +47,19 @@ PartialKernel::LaneColumns PartialKernel::laneColumns(OpBuilder &b) {
 }
 
 Value PartialKernel::tileScores(OpBuilder &b, Value tileStart, Value laneScores,
-                                const LaneColumns &columns, bool masked) {
+                                const LaneColumns &columns, bool masked,
+                                int64_t f) {
   KernelBuilder k{b, loc};
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
   int64_t cols = columns.count;
   auto vt = VectorType::get({cols}, f32);
-  Value s = laneScores ? laneScores
-                       : vector::LoadOp::create(
-                             b, loc, vt, lds.scores,
-                             ValueRange{rows.rowGroup, rows.row, columns.start})
-                             .getResult();
+  Value s =
+      laneScores
+          ? laneScores
+          : vector::LoadOp::create(
+                b, loc, vt, lds.scores,
+                ValueRange{rows.rowGroup, fragmentRow(b, f), columns.start})
+                .getResult();
   s = arith::MulFOp::create(
       b, loc, s, vector::BroadcastOp::create(b, loc, vt, scoreScale));
   if (!masked)
@@ -94,7 +97,7 @@ PartialKernel::emitSoftmax(OpBuilder &b, Value tileStart, ValueRange laneScores,
   for (int64_t f = 0; f < fragments; ++f) {
     scores.push_back(tileScores(b, tileStart,
                                 laneScores.empty() ? Value() : laneScores[f],
-                                columns, masked));
+                                columns, masked, f));
     ownMax.push_back(
         k.laneReduce(vector::ReductionOp::create(
                          b, loc, vector::CombiningKind::MAXIMUMF, scores[f]),

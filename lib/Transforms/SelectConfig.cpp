@@ -49,15 +49,15 @@ int64_t defaultRowGroupWaves(int64_t waves, int64_t headsPerWg,
 /// gfx950: 32 query rows a wave where a token has them (H a multiple of 32):
 /// each K and V fragment a wave reads from LDS then feeds two MFMA blocks,
 /// which halves the LDS reads a tile at H = 128 (docs/performance.md). Built
-/// for fp8 caches, with at least two waves a row group (`forcedSplit`: the
-/// forced waves_per_row_group, 0 if none); not for pages smaller than a
+/// for fp8 and bf16 caches, with at least two waves a row group (`forcedSplit`:
+/// the forced waves_per_row_group, 0 if none); not for pages smaller than a
 /// tile, whose per-lane page lookups push the wave's registers (Q and the
 /// output of 32 rows: 272 of 512) into scratch.
 int64_t defaultRowsPerWave(CacheFormat format, int64_t headsPerWg,
                            int64_t forcedSplit, int64_t pageSize,
                            int64_t tile) {
   bool pagesHoldTiles = pageSize == 0 || pageSize >= tile;
-  return format == CacheFormat::FP8 && headsPerWg % 32 == 0 &&
+  return format != CacheFormat::MXFP4 && headsPerWg % 32 == 0 &&
                  forcedSplit != 1 && pagesHoldTiles
              ? 32
              : 16;

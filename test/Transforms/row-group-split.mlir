@@ -5,12 +5,11 @@
 // RUN: mla-opt %s --split-input-file --mla-select-config | FileCheck %s --check-prefix=AUTO
 // RUN: not mla-opt %s --split-input-file --mla-select-config="waves-per-row-group=4" --mla-split-kv --mla-to-gpu 2>&1 | FileCheck %s --check-prefix=FORCED
 // RUN: not mla-opt %s --split-input-file --mla-select-config="kv-tile=32 waves-per-row-group=4" --mla-split-kv --mla-to-gpu 2>&1 | FileCheck %s --check-prefix=FORCED32
-// rows_per_wave = 32 where the heads are fewer, and for bf16 (built for
-// fp8 only): errors on the op; fp8 at H = 32 and 64 builds.
+// rows_per_wave = 32 where the heads are fewer: errors on the op; H = 32
+// and 64 build.
 // RUN: not mla-opt %s --split-input-file --mla-select-config="rows-per-wave=32" --mla-split-kv --mla-to-gpu 2>&1 | FileCheck %s --check-prefix=ROWS32
 // ROWS32: error: 'mla.partial_decode' op heads_per_workgroup = 16 must be a multiple of rows_per_wave = 32 dividing H = 16
 // ROWS32: error: 'mla.partial_decode' op heads_per_workgroup = 16 must be a multiple of rows_per_wave = 32 dividing H = 16
-// ROWS32: error: 'mla.partial_decode' op rows_per_wave = 32 is built for fp8 caches with waves_per_row_group >= 2 (format bf16, waves_per_row_group = 4)
 // ROWS32-NOT: error
 
 // Dv = 32 splits into 16s 2 ways, not 4.
@@ -30,13 +29,13 @@ func.func @dv32(%q: tensor<?x16x128xbf16>, %kv: tensor<?x128xf8E4M3FN>, %s: tens
 // -----
 
 // bf16 at H = 16 and 32: two stages of 64-row tiles fit the LDS because
-// the waves of a row group share its score and P buffers (at H = 128, a
-// row group per wave, they do not, and the tile halves). H = 64 fills the
-// four waves with its own rows. A 32-row tile does not split 4 ways.
+// the waves of a row group share its score and P buffers (at H = 128 the
+// tile halves). H = 32 makes one group of 32 rows (below). A 32-row tile
+// does not split 4 ways.
 // AUTO-LABEL: func @bf16_h16
 // AUTO: kv_tile = 64, {{.*}} waves_per_row_group = 4>
 // AUTO-LABEL: func @bf16_h32
-// AUTO: kv_tile = 64, {{.*}} waves_per_row_group = 2>
+// AUTO: kv_tile = 64, {{.*}} waves_per_row_group = 4, rows_per_wave = 32>
 // FORCED32: error: 'mla.partial_decode' op waves_per_row_group = 4 needs kv_tile = 32 and Dv = 512 to split into multiples of 16 rows and columns
 func.func @bf16_h16(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xbf16>,
                     %qo: tensor<?xi32>, %kvp: tensor<?xi32>) -> tensor<?x16x512xbf16> {
@@ -58,7 +57,7 @@ func.func @bf16_h32(%q: tensor<?x32x576xbf16>, %kv: tensor<?x576xbf16>,
 
 // -----
 
-// fp8 where H is a multiple of 32: groups of 32 rows (rows_per_wave, two
+// fp8 (and bf16) where H is a multiple of 32: groups of 32 rows (rows_per_wave, two
 // 16-row MFMA blocks a wave sharing its K and V reads), split by at least
 // 2 waves (a wave's accumulator holds 32 rows of Dv / W columns). H = 32
 // fills the workgroup with one group of 4 waves, H = 64 with two of 2.

@@ -64,7 +64,7 @@ def MLASelectConfigPass : Pass<"mla-select-config"> {
     Defaults: `kv_tile` 64, halved on gfx950 until the partial kernel's
     stages fit the LDS (bf16 from H = 48: 32); `heads_per_workgroup`
     H (one block of all heads: the rows pack densely); `waves_per_workgroup` 4 (256 threads) on gfx950, 1 on the host;
-    `rows_per_wave` on gfx950 32 for fp8 where heads_per_workgroup is a
+    `rows_per_wave` on gfx950 32 for fp8 and bf16 where heads_per_workgroup is a
     multiple of 32 (on a contiguous cache or pages of at least a tile),
     else 16; `waves_per_row_group` on gfx950 4 / (heads_per_workgroup /
     rows_per_wave), at least 1 (a token's rows fill the waves at q_len 1;

@@ -118,7 +118,7 @@ def MLA_ConfigAttr : AttrDef<MLA_Dialect, "Config"> {
       fewer than 64);
     - `rows_per_wave`: query rows of a row group, the rows each of its
       waves computes (16 or 32; default 16): with 32 a wave's K and V
-      reads serve two 16-row MFMA blocks (gfx950, fp8), and a workgroup
+      reads serve two 16-row MFMA blocks (gfx950: fp8, bf16), and a workgroup
       holds `rows_per_wave · waves_per_workgroup / waves_per_row_group`
       rows;
     - `pipeline_stages`: KV tiles in flight (LDS buffers);
