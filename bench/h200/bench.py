@@ -513,12 +513,17 @@ def check_device_plan(rt, artifacts, log, steps=5, max_seqs=8, max_kv=40000):
             rt.launch(kernel, plan, a, torch.cuda.current_stream().cuda_stream)
         for step in range(steps):
             B = int(torch.randint(1, max_seqs + 1, (1,), generator=rng))
-            n_q = int(torch.randint(1, 5, (1,), generator=rng))
+            # Each sequence its own q_len (1..4): the plan kernel's row
+            # blocks and the causal limits differ within a batch.
+            q_lens = torch.randint(1, 5, (B,), generator=rng).tolist()
             lens = torch.randint(1, max_kv // max_seqs, (B,),
                                  generator=rng).tolist()
             if step == steps - 1:
-                B, n_q, lens = max_seqs, 1, [max_kv // max_seqs] * max_seqs
-            qo_host = [min(b, B) * n_q for b in range(max_seqs + 1)]
+                B, q_lens = max_seqs, [1] * max_seqs
+                lens = [max_kv // max_seqs] * max_seqs
+            qo_host = [0]
+            for b in range(max_seqs):
+                qo_host.append(qo_host[-1] + (q_lens[b] if b < B else 0))
             kv_host = [0]
             for b in range(max_seqs):
                 kv_host.append(kv_host[-1] + (lens[b] if b < B else 0))
@@ -537,10 +542,11 @@ def check_device_plan(rt, artifacts, log, steps=5, max_seqs=8, max_kv=40000):
             rows = token_rows(batch, range(B))
             rel, excess = errors(out, lse, ref_out, ref_lse, rows)
             ok = status == 0 and rel <= TOLERANCE[fmt] and excess <= 0
+            q_len = ",".join(str(n) for n in q_lens[:B])
             results.append({"artifact": name, "step": step, "B": B,
-                            "q_len": n_q, "status": status, "rel_err": rel,
+                            "q_len": q_len, "status": status, "rel_err": rel,
                             "pass": ok})
-            log(f"device plan {name:10s} step {step}: B={B} q_len={n_q} "
+            log(f"device plan {name:10s} step {step}: B={B} q_len={q_len} "
                 f"status={status} rel_err={rel:.3e} "
                 f"{'PASS' if ok else 'FAIL'}")
         del graph
