@@ -232,6 +232,8 @@ private:
   /// a fragment): the waves of a row group exchange theirs through LDS.
   llvm::SmallVector<mlir::Value, 2>
   emitRowGroupMax(mlir::OpBuilder &b, llvm::ArrayRef<mlir::Value> ownMax);
+  /// The first head (of H) of fragment f of the wave's group.
+  mlir::Value fragmentFirstHead(mlir::OpBuilder &b, int64_t f);
   /// The lane's row of fragment f in the group's buffers (P, scores, row
   /// factors, maxima).
   mlir::Value fragmentRow(mlir::OpBuilder &b, int64_t f);

@@ -285,6 +285,12 @@ Value PartialKernel::chunkColumn(OpBuilder &b, int64_t c) {
                 : k.add(rows.vColBase, k.idx(c * plan.accChunkColumns()));
 }
 
+Value PartialKernel::fragmentFirstHead(OpBuilder &b, int64_t f) {
+  KernelBuilder k{b, loc};
+  return k.add(k.mul(rows.headGroup, k.idx(plan.rowsPerWave())),
+               k.idx(kRowsPerWave * f));
+}
+
 Value PartialKernel::fragmentRow(OpBuilder &b, int64_t f) {
   KernelBuilder k{b, loc};
   return f == 0 ? rows.row : k.add(rows.row, k.idx(kRowsPerWave * f));

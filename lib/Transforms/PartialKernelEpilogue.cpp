@@ -101,8 +101,7 @@ void PartialKernel::emitFragmentStores(OpBuilder &b, ArrayRef<Value> out,
                          k.loadIndex(args.itemIndptr, {item.seq}));
   Value direct = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                        seqItems, c1);
-  Value headBase = k.add(k.mul(rows.headGroup, k.idx(plan.rowsPerWave())),
-                         k.idx(kRowsPerWave * f));
+  Value headBase = fragmentFirstHead(b, f);
   Value head = k.add(headBase, rows.row);
   // One lane per row writes lse: the first quarter of the row group's
   // first wave.

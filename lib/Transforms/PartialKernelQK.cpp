@@ -43,18 +43,14 @@ void PartialKernel::emitQPreload(OpBuilder &b) {
 }
 
 void PartialKernel::emitBf16QTile(OpBuilder &b) {
-  KernelBuilder k{b, loc};
   // The MFMA pass loads its fragments here, before the loop, and they stay
   // in registers: one 16-row tile a fragment.
   qTileBf16.clear();
   for (int64_t f = 0; f < plan.fragments(); ++f)
     qTileBf16.push_back(vector::TransferReadOp::create(
         b, loc, VectorType::get({kRowsPerWave, qkDim}, elemType(b)), args.q,
-        ValueRange{rows.tokenRow,
-                   k.add(k.mul(rows.headGroup, k.idx(plan.rowsPerWave())),
-                         k.idx(kRowsPerWave * f)),
-                   c0},
-        padElem, ArrayRef<bool>{true, true}));
+        ValueRange{rows.tokenRow, fragmentFirstHead(b, f), c0}, padElem,
+        ArrayRef<bool>{true, true}));
 }
 
 SmallVector<Value, 2> PartialKernel::emitQK(OpBuilder &b, Value stage) {
@@ -104,8 +100,7 @@ PartialKernel::buildScaledQFragments(OpBuilder &b, int64_t f) {
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
   Type fp8 = b.getType<Float8E4M3FNType>(), e8m0 = b.getType<Float8E8M0FNUType>();
   Value kg = k.div(lane, k.idx(16)), li = k.rem(lane, k.idx(16));
-  Value head = k.add(k.mul(rows.headGroup, k.idx(plan.rowsPerWave())),
-                     k.add(k.idx(kRowsPerWave * f), li));
+  Value head = k.add(fragmentFirstHead(b, f), li);
   Value laneK = k.mul(kg, k.idx(16));
   auto f32x16 = VectorType::get({16}, f32);
   auto f8x16 = VectorType::get({16}, fp8);

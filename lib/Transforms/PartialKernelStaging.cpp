@@ -235,7 +235,6 @@ void PartialKernel::emitTileDma(OpBuilder &b, Value tileStart, Value stage) {
 
 void PartialKernel::emitTileHandoff(OpBuilder &b, Value nextStage,
                                     Value nextStart) {
-  KernelBuilder k{b, loc};
   // Testing only: a wait that leaves one load of the tile in flight.
   int64_t shortWait = testHazard == "short-wait" ? 1 : 0;
   auto wait = [&](int64_t outstanding) {

@@ -27,6 +27,9 @@ using namespace mlir;
 using namespace mla;
 
 namespace {
+/// The KV tile, unless (gfx950) its stages do not fit the LDS.
+constexpr int64_t kDefaultTile = 64;
+
 /// Enough waves per group of query rows that one token's rows fill the
 /// workgroup (q_len 1, the common decode step): H = 16 splits each tile over
 /// 4 waves, H = 32 over 2 — as far as the tile's rows and the Dv columns
@@ -52,7 +55,8 @@ int64_t defaultRowGroupWaves(int64_t waves, int64_t headsPerWg,
 /// for fp8 and bf16 caches, with at least two waves a row group (`forcedSplit`:
 /// the forced waves_per_row_group, 0 if none); not for pages smaller than a
 /// tile, whose per-lane page lookups push the wave's registers (Q and the
-/// output of 32 rows: 272 of 512) into scratch.
+/// output of 32 rows: 272 of 512) into scratch. (`tile`: the forced or
+/// default tile; a halved one, bf16's at H = 128, is chosen later.)
 int64_t defaultRowsPerWave(CacheFormat format, int64_t headsPerWg,
                            int64_t forcedSplit, int64_t pageSize,
                            int64_t tile) {
@@ -111,12 +115,13 @@ struct MLASelectConfigPass
                                     : 1);
       int64_t vDim = static_cast<int64_t>(op.getVHeadDim());
       CacheFormat format = cacheFormat(op.getKvFormat());
-      int64_t waveRows = pick(
-          rowsPerWave,
-          isGpu && !nvidia
-              ? defaultRowsPerWave(format, headsPerWg, wavesPerRowGroup,
-                                   op.getPageSize(), kvTile != 0 ? kvTile : 64)
-              : 16);
+      int64_t waveRows =
+          pick(rowsPerWave,
+               isGpu && !nvidia
+                   ? defaultRowsPerWave(format, headsPerWg, wavesPerRowGroup,
+                                        op.getPageSize(),
+                                        kvTile != 0 ? kvTile : kDefaultTile)
+                   : 16);
       auto rowGroupWavesFor = [&](int64_t tile) {
         return pick(
             wavesPerRowGroup,
@@ -151,7 +156,7 @@ struct MLASelectConfigPass
         // diagnostic.
         tile = chosenTile;
       } else if (tile == 0) {
-        tile = 64;
+        tile = kDefaultTile;
         if (isGpu) {
           auto fits = [&](int64_t candidate) {
             PartialKernelShape shape{
