@@ -122,9 +122,10 @@ PartialKernelPlan::unsupported(int64_t ldsLimit) const {
                        : isMXFP4() ? "mxfp4"
                                    : "fp8") +
            ", waves_per_row_group = " + str(split) + ")";
-  if (isMXFP4() && (s.kvTile != 64 || s.qkDim % 32 != 0))
-    return std::string("the mxfp4 kernel needs kv_tile = 64 and Dqk a "
-                       "multiple of 32");
+  if (isMXFP4() && (s.kvTile % 64 != 0 || s.qkDim % 32 != 0))
+    return std::string(
+        "the mxfp4 kernel needs kv_tile a multiple of 64 and Dqk a "
+        "multiple of 32");
   if (s.qkDim % 64 != 0 || s.vDim % 16 != 0)
     return std::string("gfx950 kernels need Dqk a multiple of 64 and Dv a "
                        "multiple of 16");

@@ -37,6 +37,27 @@ Value broadcastFromRowLane(OpBuilder &b, Location loc, Value v, int64_t lane) {
                                     kRowNewBcast + lane, /*rowMask=*/0xf,
                                     /*bankMask=*/0xf, /*boundCtrl=*/true);
 }
+
+/// An i32 of eight E2M1 codes as eight bf16 at scale 1 (exact), two an
+/// instruction (v_cvt_scalef32_pk_bf16_fp4).
+Value e2m1WordAsBf16(OpBuilder &b, Location loc, Value word) {
+  Type bf16 = b.getBF16Type();
+  auto bf16x8 = VectorType::get({8}, bf16);
+  Value packed = vector::BitCastOp::create(
+      b, loc, VectorType::get({8}, b.getType<Float4E2M1FNType>()),
+      vector::FromElementsOp::create(
+          b, loc, VectorType::get({1}, b.getI32Type()), ValueRange{word}));
+  Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0));
+  Value values = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(bf16x8, b.getFloatAttr(bf16, 0.0)));
+  for (int64_t j = 0; j < 4; ++j) {
+    Value pair = amdgpu::ScaledExtPackedOp::create(
+        b, loc, VectorType::get({2}, bf16), packed, one, j);
+    values = vector::InsertStridedSliceOp::create(
+        b, loc, pair, values, ArrayRef<int64_t>{2 * j}, ArrayRef<int64_t>{1});
+  }
+  return values;
+}
 } // namespace
 
 Value PartialKernel::emitPV(OpBuilder &b, Value stage, Value acc, int64_t f,
@@ -192,9 +213,10 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
 /// the rows' block scales (f32, exact: powers of two) and rounds to bf16,
 /// while V's E2M1 codes e come from the tile as they are, by transposed
 /// nibble loads (ds_read_b64_tr_b4), converted to bf16 at scale 1 (exact).
-/// Lane 16·kg + s names tile row 16·kg + s and gets column s of the 16
-/// columns at the load's byte, tile rows 16·kg .. 16·kg + 15 as nibbles
-/// 0..15 (docs/mfma-layouts.md §6): the B fragments of two 16x16x32 bf16
+/// In each 64 tile rows (a 128-row tile has two), lane 16·kg + s names
+/// row 16·kg + s and gets column s of the 16 columns at the load's byte,
+/// rows 16·kg .. 16·kg + 15 as nibbles 0..15 (docs/mfma-layouts.md §6):
+/// the B fragments of two 16x16x32 bf16
 /// MFMAs, K-step 0 taking rows 16·kg + 0..7 and K-step 1 rows 16·kg +
 /// 8..15 of each lane group; the A fragments (row s = head, the same
 /// rows) come from the row group's f32 P. Every lane of a lane group needs
@@ -207,27 +229,38 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
 /// rows 4·kg + r of column 16·nb + s).
 Value PartialKernel::emitScaledPPV(OpBuilder &b, Value stage, Value acc) {
   KernelBuilder k{b, loc};
+  auto laneAccType =
+      VectorType::get({plan.vColumnsPerWave() / 16 * 4}, b.getF32Type());
+  Value laneAcc =
+      UnrealizedConversionCastOp::create(b, loc, laneAccType, acc).getResult(0);
+  Value kg = k.div(rows.lane, k.idx(16));
+  // The tile's 64-row chunks in turn: lane group kg takes rows 64·chunk +
+  // 16·kg .. + 15 of each.
+  for (int64_t chunk = 0; chunk < kTileRows / 64; ++chunk)
+    laneAcc = emitScaledPVRows(
+        b, stage, laneAcc, k.add(k.idx(64 * chunk), k.mul(kg, k.idx(16))));
+  return UnrealizedConversionCastOp::create(b, loc, acc.getType(), laneAcc)
+      .getResult(0);
+}
+
+Value PartialKernel::emitScaledPVRows(OpBuilder &b, Value stage, Value laneAcc,
+                                      Value firstRow) {
+  KernelBuilder k{b, loc};
   Type f32 = b.getF32Type(), bf16 = b.getBF16Type(), i32 = b.getI32Type();
   Type fp4 = b.getType<Float4E2M1FNType>();
   int64_t columns = plan.vColumnsPerWave();
-  auto laneAccType = VectorType::get({columns / 16 * 4}, f32);
-  Value laneAcc =
-      UnrealizedConversionCastOp::create(b, loc, laneAccType, acc).getResult(0);
-  Value kg = k.div(rows.lane, k.idx(16)), s = k.rem(rows.lane, k.idx(16));
-  Value firstRow = k.mul(kg, k.idx(16));
+  Value s = k.rem(rows.lane, k.idx(16));
   auto f32x16 = VectorType::get({16}, f32);
-  Value pRow = vector::LoadOp::create(b, loc, f32x16, lds.p,
-                                      ValueRange{rows.rowGroup, c0, s, firstRow});
   Value firstBlock = k.div(rows.vColBase, k.idx(32));
   Value firstByte = k.div(rows.vColBase, k.idx(2));
-  Value laneRow = k.add(firstRow, s);
-  Value one = k.f32(1.0);
-  auto bf16x8 = VectorType::get({8}, bf16);
   auto half = [&](Value v, int64_t h) {
     return vector::ExtractStridedSliceOp::create(
         b, loc, v, ArrayRef<int64_t>{8 * h}, ArrayRef<int64_t>{8},
         ArrayRef<int64_t>{1});
   };
+  Value pRow = vector::LoadOp::create(
+      b, loc, f32x16, lds.p, ValueRange{rows.rowGroup, c0, s, firstRow});
+  Value laneRow = k.add(firstRow, s);
   // The lane's own row's scales, all blocks loaded before any is used.
   SmallVector<Value> ownScales;
   for (int64_t blk = 0; blk < columns / 32; ++blk)
@@ -241,8 +274,8 @@ Value PartialKernel::emitScaledPPV(OpBuilder &b, Value stage, Value acc) {
           b, loc, p, broadcastFromRowLane(b, loc, ownScales[blk], j)));
     }
     Value pScaled = vector::FromElementsOp::create(b, loc, f32x16, products);
-    Value a = arith::TruncFOp::create(b, loc, VectorType::get({16}, bf16),
-                                      pScaled);
+    Value a =
+        arith::TruncFOp::create(b, loc, VectorType::get({16}, bf16), pScaled);
     Value aSteps[2] = {half(a, 0), half(a, 1)};
     for (int64_t ct = 0; ct < 2; ++ct) {
       int64_t nb = 2 * blk + ct;
@@ -255,35 +288,22 @@ Value PartialKernel::emitScaledPPV(OpBuilder &b, Value stage, Value acc) {
           b, loc, laneAcc, ArrayRef<int64_t>{4 * nb}, ArrayRef<int64_t>{4},
           ArrayRef<int64_t>{1});
       for (int64_t h = 0; h < 2; ++h) {
-        // Word h: rows 16·kg + 8h + 0..7, byte j = rows 2j and 2j + 1.
-        Value word = vector::FromElementsOp::create(
-            b, loc, VectorType::get({1}, i32),
-            ValueRange{vector::ExtractOp::create(b, loc, words,
-                                                 ArrayRef<int64_t>{h})});
-        Value packed = vector::BitCastOp::create(
-            b, loc, VectorType::get({8}, fp4), word);
-        Value bFrag = arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(bf16x8, b.getFloatAttr(bf16, 0.0)));
-        for (int64_t j = 0; j < 4; ++j) {
-          Value pair = amdgpu::ScaledExtPackedOp::create(
-              b, loc, VectorType::get({2}, bf16), packed, one, j);
-          bFrag = vector::InsertStridedSliceOp::create(
-              b, loc, pair, bFrag, ArrayRef<int64_t>{2 * j},
-              ArrayRef<int64_t>{1});
-        }
+        // Word h: rows firstRow + 8h + 0..7, byte j = rows 2j and 2j + 1.
+        Value word = vector::ExtractOp::create(b, loc, words,
+                                               ArrayRef<int64_t>{h});
         block = amdgpu::MFMAOp::create(
             b, loc, block.getType(), /*m=*/16, /*n=*/16, /*k=*/32,
-            /*blocks=*/1, aSteps[h], bFrag, block, /*cbsz=*/0, /*abid=*/0,
-            amdgpu::MFMAPermB::none, /*reducePrecision=*/false,
-            /*negateA=*/false, /*negateB=*/false, /*negateC=*/false);
+            /*blocks=*/1, aSteps[h], e2m1WordAsBf16(b, loc, word), block,
+            /*cbsz=*/0, /*abid=*/0, amdgpu::MFMAPermB::none,
+            /*reducePrecision=*/false, /*negateA=*/false, /*negateB=*/false,
+            /*negateC=*/false);
       }
       laneAcc = vector::InsertStridedSliceOp::create(
           b, loc, block, laneAcc, ArrayRef<int64_t>{4 * nb},
           ArrayRef<int64_t>{1});
     }
   }
-  return UnrealizedConversionCastOp::create(b, loc, acc.getType(), laneAcc)
-      .getResult(0);
+  return laneAcc;
 }
 
 Value PartialKernel::tileScaleAsF32(KernelBuilder &k, Value stage,

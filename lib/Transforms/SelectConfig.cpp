@@ -29,6 +29,30 @@ using namespace mla;
 namespace {
 /// The KV tile, unless (gfx950) its stages do not fit the LDS.
 constexpr int64_t kDefaultTile = 64;
+/// gfx950's tile where a loop's fixed costs a tile bound it (below).
+constexpr int64_t kLongTile = 128;
+
+/// gfx950: mxfp4 on the ScaledP path is bound by its VALU and issue, and a
+/// tile's softmax (the row maxima's exchange, the accumulator's rescale),
+/// its barriers and the DMA's scalar address arithmetic cost the same for
+/// 64 rows as for 128: 128-row tiles take them half as often (per 64 KV
+/// rows at H = 16: VALU 219 -> 202, SALU 58 -> 28, serial clocks 1606 ->
+/// 1498, docs/performance.md). The grid is one workgroup a CU, so the LDS
+/// the second tile takes costs no occupancy. Only where all four waves
+/// share one row group (H = 16): at H = 32 (two groups) the long tile saves
+/// 5% of the serial clocks but its prologue spills 7 SGPRs. fp8 and bf16
+/// meet their budgets at 64 rows, where bf16's stages of 128 do not fit.
+/// Pages of 64 rows keep 64-row tiles: a tile within one page is staged
+/// from one page lookup, where a longer one looks up each row's page
+/// (serial clocks 1615 -> 1752 per 64 rows; pages of 1, 16 and 256 gain
+/// from the long tile as contiguous caches do).
+bool prefersLongTiles(const PartialKernelPlan &plan, int64_t pageSize) {
+  bool pagesHoldOnlyShortTiles =
+      pageSize >= kDefaultTile && pageSize < kLongTile;
+  return plan.isMXFP4() && plan.strategy().pv == PVPath::ScaledP &&
+         plan.wavesPerRowGroup() == PartialKernelPlan::kWaves &&
+         !pagesHoldOnlyShortTiles;
+}
 
 /// Enough waves per group of query rows that one token's rows fill the
 /// workgroup (q_len 1, the common decode step): H = 16 splits each tile over
@@ -158,15 +182,18 @@ struct MLASelectConfigPass
       } else if (tile == 0) {
         tile = kDefaultTile;
         if (isGpu) {
+          auto planFor = [&](int64_t candidate) {
+            return PartialKernelPlan(PartialKernelShape{
+                format, heads, op.getQKHeadDim(), vDim, candidate, stages,
+                headsPerWg, waves, rowGroupWavesFor(candidate), waveRows});
+          };
           auto fits = [&](int64_t candidate) {
-            PartialKernelShape shape{
-                format,     heads,     op.getQKHeadDim(),
-                vDim,       candidate, stages,
-                headsPerWg, waves,     rowGroupWavesFor(candidate),
-                waveRows};
-            return PartialKernelPlan(shape).ldsBytes() <=
+            return planFor(candidate).ldsBytes() <=
                    info->arch->ldsBytesPerWorkgroup;
           };
+          if (prefersLongTiles(planFor(kLongTile), op.getPageSize()) &&
+              fits(kLongTile))
+            tile = kLongTile;
           while (tile > 16 && !fits(tile))
             tile /= 2;
         }
