@@ -583,6 +583,30 @@ TEST(EmuScaledConvert, Fp4PairsTimesTheScale) {
   }
 }
 
+TEST(EmuPermlane32Swap, TradesTheHighHalfOfOldForTheLowHalfOfSrc) {
+  // old = t, src = 1000 + t; lane t writes 10000 · first + second.
+  std::string body = R"(
+      %i = arith.index_cast %t : index to i32
+      %k1000 = arith.constant 1000 : i32
+      %src = arith.addi %i, %k1000 : i32
+      %pair = rocdl.permlane32.swap %i, %src, false, false : (i32, i32) -> !llvm.struct<(i32, i32)>
+      %first = llvm.extractvalue %pair[0] : !llvm.struct<(i32, i32)>
+      %second = llvm.extractvalue %pair[1] : !llvm.struct<(i32, i32)>
+      %f = arith.sitofp %first : i32 to f32
+      %s = arith.sitofp %second : i32 to f32
+      %k = arith.constant 10000.0 : f32
+      %fk = arith.mulf %f, %k : f32
+      %v = arith.addf %fk, %s : f32
+      memref.store %v, %out[%t] : memref<256xf32, #gpu.address_space<global>>)";
+  KernelRun run = runKernel(kernel(body));
+  ASSERT_EQ(run.error, "");
+  for (int t = 0; t < kThreads; ++t) {
+    bool low = t % 64 < 32;
+    int first = low ? t : 1000 + t - 32, second = low ? t + 32 : 1000 + t;
+    ASSERT_EQ(run.out[t], float(10000 * first + second)) << "lane " << t;
+  }
+}
+
 TEST(EmuHazards, ModelReportsTheConflictingRun) {
   emu::LdsHazardModel model;
   model.reset(64);

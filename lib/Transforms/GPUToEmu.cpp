@@ -6,8 +6,8 @@
 // lane cannot do alone becomes a call into the emu runtime
 // (runtime/jit/emu/Runtime.cpp): thread and block ids, workgroup barriers, and
 // the wave-level operations — amdgpu.mfma, gpu.shuffle,
-// amdgpu.swizzle_bitmode (xor), rocdl.update.dpp, rocdl.readfirstlane,
-// amdgpu.gather_to_lds (from global memory or a
+// amdgpu.swizzle_bitmode (xor), rocdl.update.dpp, rocdl.permlane32.swap,
+// rocdl.readfirstlane, amdgpu.gather_to_lds (from global memory or a
 // bounds-checked buffer), amdgpu.memory_counter_wait —
 // which rendezvous the wave's 64 lanes and compute exactly what the
 // instruction does (include/mla/Emu/MFMA.h); an LDS DMA lands only when a
@@ -429,6 +429,36 @@ LogicalResult LaneFunctionBuilder::lowerWaveOp(Operation *op, Outcome &done) {
         b, loc, b.getI32IntegerAttr(swizzle.getXorMask()));
     swizzle.getResult().replaceAllUsesWith(call(
         loc, "mla_emu_shuffle_xor", {f32}, {ctx, swizzle.getSrc(), offset}));
+    return success();
+  }
+  if (auto swap = dyn_cast<ROCDL::Permlane32SwapOp>(op)) {
+    // Lanes 32..63 of `old` trade places with lanes 0..31 of `src`: the
+    // first result is old's value in the low half and src's of lane ^ 32
+    // in the high half; the second old's of lane ^ 32, then src's own.
+    Type i32 = b.getI32Type();
+    Value offset = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(32));
+    auto ofPartner = [&](Value v) {
+      Value bits = arith::BitcastOp::create(b, loc, f32, v);
+      return arith::BitcastOp::create(
+          b, loc, i32,
+          call(loc, "mla_emu_shuffle_xor", {f32}, {ctx, bits, offset}));
+    };
+    Value oldOfPartner = ofPartner(swap.getOld());
+    Value srcOfPartner = ofPartner(swap.getSrc());
+    Value lane = arith::RemUIOp::create(
+        b, loc, call(loc, "mla_emu_thread_id", {i64Type}, {ctx}),
+        arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(64)));
+    Value lowHalf = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult, lane,
+        arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(32)));
+    Value first =
+        arith::SelectOp::create(b, loc, lowHalf, swap.getOld(), srcOfPartner);
+    Value second =
+        arith::SelectOp::create(b, loc, lowHalf, oldOfPartner, swap.getSrc());
+    Value pair = LLVM::PoisonOp::create(b, loc, swap.getRes().getType());
+    pair = LLVM::InsertValueOp::create(b, loc, pair, first, ArrayRef<int64_t>{0});
+    pair = LLVM::InsertValueOp::create(b, loc, pair, second, ArrayRef<int64_t>{1});
+    swap.getRes().replaceAllUsesWith(pair);
     return success();
   }
   if (auto first = dyn_cast<ROCDL::ReadfirstlaneOp>(op)) {

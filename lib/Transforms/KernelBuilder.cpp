@@ -3,6 +3,8 @@
 #include "KernelBuilder.h"
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 
 #include "mla/ABI.h"
 
@@ -11,23 +13,34 @@ using namespace mla;
 
 Value KernelBuilder::laneReduce(Value v, ArrayRef<int64_t> offsets,
                                 bool isMax) {
-  Value width = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(64));
+  auto combine = [&](Value x, Value y) {
+    return isMax ? fmax(x, y) : fadd(x, y);
+  };
   for (int64_t offset : offsets) {
     // Within 32 lanes ds_swizzle's bit mode reaches lane ^ offset (one LDS
     // crossbar op; a shuffle by 16 would become two copies, a permlane
-    // swap and a select on gfx950); across the halves a shuffle.
-    Value other;
+    // swap and a select on gfx950).
     if (offset < 32) {
-      other = amdgpu::SwizzleBitModeOp::create(b, loc, v, /*andMask=*/31,
-                                               /*orMask=*/0, offset);
-    } else {
-      Value off =
-          arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(offset));
-      other =
-          gpu::ShuffleOp::create(b, loc, v, off, width, gpu::ShuffleMode::XOR)
-              .getShuffleResult();
+      v = combine(v, amdgpu::SwizzleBitModeOp::create(
+                         b, loc, v, /*andMask=*/31, /*orMask=*/0, offset));
+      continue;
     }
-    v = isMax ? fmax(v, other) : fadd(v, other);
+    assert(offset == 32 && "a wave is 64 lanes");
+    // Across the halves one v_permlane32_swap of v with itself: of its two
+    // results each lane holds its own value in one and lane ^ 32's in the
+    // other (which is which depends on the half), so combining the two
+    // reduces without the lane select a shuffle by 32 lowers to.
+    Type i32 = b.getI32Type();
+    Value bits = arith::BitcastOp::create(b, loc, i32, v);
+    auto pairType = LLVM::LLVMStructType::getLiteral(b.getContext(), {i32, i32});
+    Value pair = ROCDL::Permlane32SwapOp::create(b, loc, pairType, bits, bits,
+                                                 /*fi=*/false,
+                                                 /*boundControl=*/false);
+    auto half = [&](int64_t i) {
+      return arith::BitcastOp::create(
+          b, loc, v.getType(), LLVM::ExtractValueOp::create(b, loc, pair, i));
+    };
+    v = combine(half(0), half(1));
   }
   return v;
 }
