@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -144,6 +145,11 @@ Value PartialKernel::tileBuffer(OpBuilder &b, const TileRows &tile,
       b, loc,
       arith::AddIOp::create(b, loc, rowsLeft, i32Const(b, 1)),
       i32Const(b, rowElems * elemBytes));
+  // Uniform, but with pages longer than a tile the bounds fold into a
+  // three-way min the backend selects in VALU (v_min3_i32): a descriptor
+  // in VGPRs wraps every DMA in a readfirstlane loop. Read it back first.
+  validBytes = ROCDL::ReadfirstlaneOp::create(b, loc, b.getI32Type(),
+                                              validBytes);
   validBytes = arith::ExtUIOp::create(b, loc, b.getI64Type(), validBytes);
   return amdgpu::FatRawBufferCastOp::create(b, loc, rows, validBytes,
                                             /*cacheSwizzleStride=*/Value(),

@@ -44,12 +44,15 @@
 // from the tile's rows as a buffer: based at its first row, valid for the
 // item's rows from there (the rest read as zeros), so a lane's offset is
 // the same every tile.
-// The bound counts at most the tile's 64 rows (the resource's is 32 bits).
+// The bound counts at most the tile's 64 rows (the resource's is 32 bits),
+// read back from the first lane (it is uniform; the descriptor stays in
+// scalar registers).
 // CHECK: %[[TILEROWS:[^ ,)]+]] = memref.reinterpret_cast %[[KV]] to offset: [%{{.+}}], sizes: [36864], strides: [1]
 // CHECK: %[[LEFT:[^ ,)]+]] = arith.minsi %{{.+}}, %c63_i32
 // CHECK: %[[ROWS:[^ ,)]+]] = arith.addi %[[LEFT]], %c1_i32
 // CHECK: %[[BYTES:[^ ,)]+]] = arith.muli %[[ROWS]], %c576_i32
-// CHECK: %[[VALID:[^ ,)]+]] = arith.extui %[[BYTES]] : i32 to i64
+// CHECK: %[[UBYTES:[^ ,)]+]] = rocdl.readfirstlane %[[BYTES]] : i32
+// CHECK: %[[VALID:[^ ,)]+]] = arith.extui %[[UBYTES]] : i32 to i64
 // CHECK: %[[TILEBUF:[^ ,)]+]] = amdgpu.fat_raw_buffer_cast %[[TILEROWS]] validBytes(%[[VALID]]) resetOffset
 // CHECK-COUNT-9: amdgpu.gather_to_lds %[[TILEBUF]][%{{.+}}], %[[KVLDS]][%c0
 // The tile loop counts positions in i32 (its bound tested by the scalar
