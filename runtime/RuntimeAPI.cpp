@@ -310,6 +310,8 @@ mla_status queryLengths(const char *api, int32_t num_seqs,
 SplitOptions splitOptions(const Artifact &a, const std::vector<int64_t> &qLens) {
   SplitOptions options;
   options.forcedSplits = a.forcedSplits;
+  // Items on the kernels' tiles, as the device planner cuts them.
+  options.kvTile = itemTile(kernelKVTile(a).value_or(kMinItemTile));
   options.workgroups = persistentWorkgroups(a).value_or(0);
   options.xcds = a.xcds;
   // The workgroups an item keeps busy: the partial kernel's row blocks

@@ -157,6 +157,7 @@ public:
   WorkList hostList(const Batch &batch) const {
     SplitOptions options;
     options.forcedSplits = artifact.forcedSplits;
+    options.kvTile = itemTile(*kernelKVTile(artifact));
     options.workgroups = *persistentWorkgroups(artifact);
     options.xcds = artifact.xcds;
     std::vector<int64_t> lens;

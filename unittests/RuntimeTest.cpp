@@ -1478,6 +1478,14 @@ TEST(Runtime, LyingManifestsAreRejectedAtLoad) {
        "sizes are out of range"},
       {"page size past 256", [](Artifact &a) { a.pageSize = 512; },
        "sizes are out of range"},
+      {"a config without the kernels' tile",
+       [](Artifact &a) { a.config = "#mla.config<heads_per_workgroup = 16>"; },
+       "names no kv_tile that is a power of two"},
+      {"a tile not a power of two",
+       [](Artifact &a) {
+         a.config.replace(a.config.find("kv_tile = 64"), 12, "kv_tile = 96");
+       },
+       "names no kv_tile that is a power of two"},
       {"paged, but the kernel reads a contiguous cache",
        [](Artifact &a) { a.pageSize = 64; },
        "decode.page_size 64 but the kernel takes no page table"},

@@ -196,9 +196,11 @@ TEST(SplitPlanner, ItemsStartOnTiles) {
     options.kvTile = 64;
     WorkList list = plan(lens, options);
     expectCovers(list, lens);
-    for (const WorkItem &item : list.items)
-      if (item.kvBegin < item.kvEnd) // an empty item has no tile
+    for (const WorkItem &item : list.items) {
+      if (item.kvBegin < item.kvEnd) { // an empty item has no tile
         EXPECT_EQ(item.kvBegin % 64, 0) << "forced " << forced;
+      }
+    }
   }
   // 100 positions in 3 forced items: ceil(100/3) = 34 rounds up to 64.
   SplitOptions options;

@@ -108,6 +108,7 @@ constexpr int64_t kMaxComputeUnits = 1 << 16;
 constexpr int64_t kMaxWorkgroupSize = 1024;
 constexpr int64_t kMaxKernargBytes = 4096;
 constexpr int64_t kMaxLdsBytes = 1 << 20;
+constexpr int64_t kMaxKVTile = 1 << 16; // the kernels' kv_tile
 } // namespace limits
 
 /// Size symbols a kernel argument's dims and a kernel's grid may use; the

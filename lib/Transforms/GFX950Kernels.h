@@ -339,6 +339,7 @@ private:
 /// persistent grid.
 struct PlanKernelFacts {
   int64_t computeUnits, workgroups, xcds;
+  /// kvTile: the rows items are cut on (mla::itemTile of the kernels').
   int64_t kvTile, forcedSplits, minTilesPerItem, fineItemsFrom,
       maxSplitsPerSeq, unitOverhead;
   int64_t numHeads, qkDim, headsPerBlock, rowsPerWorkgroup, pageSize;

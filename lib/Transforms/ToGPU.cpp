@@ -133,7 +133,7 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
           computeUnits,
           workgroups,
           xcds,
-          config.getKvTile(),
+          itemTile(config.getKvTile()),
           config.getSplitPolicy() == SplitPolicy::uniform ? config.getSplits()
                                                           : 0,
           defaults.minTilesPerItem,

@@ -11,6 +11,7 @@
 #include "Json.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <charconv>
@@ -574,6 +575,10 @@ rt::Expected<Artifact> mla::parseArtifact(std::string_view bytes) {
     return invalid("the partial kernel's grid is not a fixed workgroup count "
                    "in 1..", limits::kMaxComputeUnits, ", a multiple of the ",
                    a.xcds, " XCDs");
+  if (!a.kernels.empty() && !kernelKVTile(a))
+    return invalid("the config '", a.config,
+                   "' names no kv_tile that is a power of two up to ",
+                   limits::kMaxKVTile);
   return a;
 }
 
@@ -584,6 +589,25 @@ std::optional<int64_t> mla::persistentWorkgroups(const Artifact &a) {
   if (!count || *count < 1 || *count > limits::kMaxComputeUnits)
     return std::nullopt;
   return *count;
+}
+
+std::optional<int64_t> mla::kernelKVTile(const Artifact &a) {
+  // The config as the compiler prints it: #mla.config<kv_tile = 64, ...>.
+  constexpr std::string_view key = "kv_tile = ";
+  size_t at = a.config.find(key);
+  if (a.kernels.empty() || at == std::string::npos)
+    return std::nullopt;
+  int64_t tile = 0;
+  for (size_t i = at + key.size(); i < a.config.size() &&
+                                   std::isdigit((unsigned char)a.config[i]);
+       ++i) {
+    tile = 10 * tile + (a.config[i] - '0');
+    if (tile > limits::kMaxKVTile)
+      return std::nullopt;
+  }
+  if (tile <= 0 || (tile & (tile - 1)) != 0)
+    return std::nullopt;
+  return tile;
 }
 
 rt::Expected<Artifact> mla::readArtifactFile(const std::string &path) {

@@ -106,6 +106,12 @@ rt::Error writeArtifactFile(const Artifact &artifact, const std::string &path);
 /// the host planner schedules the work for; none without kernels.
 std::optional<int64_t> persistentWorkgroups(const Artifact &artifact);
 
+/// The KV tile the kernels were built with (the config's kv_tile), which
+/// the host planner must cut items on: a kernel's tiles start at its item's
+/// first position, and a paged kernel reads a tile from one page. None
+/// without kernels or without a kv_tile in the config.
+std::optional<int64_t> kernelKVTile(const Artifact &artifact);
+
 /// The value of a dim or grid entry given the symbols' values.
 rt::Expected<int64_t>
 resolveDim(std::string_view entry,

@@ -59,12 +59,25 @@ struct WorkList {
   }
 };
 
+/// Rows items are cut on at the least (SplitOptions::kvTile's default).
+constexpr int64_t kMinItemTile = 64;
+
+/// The positions the planners cut items on for kernels of `kernelTile`-row
+/// KV tiles: multiples of the tile (a kernel's tiles start at its item's
+/// first position, and a paged kernel reads a tile from one page) and of
+/// kMinItemTile, with which the balanced policy's item sizes were measured
+/// also for kernels of shorter tiles (sm_90a's 32-row bf16 and mxfp4 tiles;
+/// docs/split-planning.md).
+constexpr int64_t itemTile(int64_t kernelTile) {
+  return kernelTile > kMinItemTile ? kernelTile : kMinItemTile;
+}
+
 struct SplitOptions {
   /// > 0: exactly this many items per sequence (uniform split, ceil division,
   /// clamped; items past the end are empty). 0: the balanced policy.
   int64_t forcedSplits = 0;
   /// Item boundaries fall on multiples of the KV tile (except the ends).
-  int64_t kvTile = 64;
+  int64_t kvTile = kMinItemTile;
   /// Smallest item the balanced policy makes, in tiles: below this the
   /// per-item prologue and the combine cost more than the parallelism gains.
   int64_t minTilesPerItem = 2;
