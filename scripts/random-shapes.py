@@ -28,7 +28,7 @@ SM90_DIMS = DIMS + [(160, 128)]
 
 
 def kv_length(rng):
-    return rng.choice([0, 1, 2, 63, 64, 65, 127, 128, 129,
+    return rng.choice([0, 1, 2, 63, 64, 65, 127, 128, 129, 255, 256, 257,
                        rng.randint(1, 80), rng.randint(60, 900)])
 
 
@@ -53,7 +53,7 @@ def draw_case(rng):
         dqk, dv = rng.choice(SM90_DIMS if backend == 'sm_90a' else DIMS)
         args += ['--qk-dim', str(dqk), '--v-dim', str(dv)]
     if rng.random() < 0.4:
-        args += ['--page-size', str(rng.choice([1, 2, 16, 32, 64, 256]))]
+        args += ['--page-size', str(rng.choice([1, 2, 16, 32, 64, 128, 256]))]
     if rng.random() < 0.2:
         args += ['--spare-rows', str(rng.randint(1, 300))]
     if rng.random() < 0.3:
