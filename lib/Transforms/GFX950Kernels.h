@@ -113,16 +113,24 @@ private:
   /// Where a tile's positions lie in the cache, as wave-uniform i32 values
   /// (rows fit: the C API counts a cache's rows, num_kv_rows, in an
   /// int32, and 32-bit row arithmetic saves the lanes' 64-bit selects).
-  /// Contiguous, and pages of at least a tile (a tile lies in one page:
-  /// items start on tiles): `start` and `lastPos` are cache rows, `kv` and
-  /// `kvScale` the tile's rows as buffers (tileBuffer). Smaller pages:
-  /// `start` and `lastPos` are positions, each lane looks its row's page
-  /// up (cacheRow).
+  /// `kv` and `kvScale` hold the tile's rows as buffers (tileBuffer): one
+  /// on a contiguous cache or pages of at least a tile (a tile lies in one
+  /// page: items start on tiles), one a page where pages of 64 rows or more
+  /// are shorter than the tile (tileBuffers). Smaller pages: none; `start`
+  /// and `lastPos` are positions and each lane looks its row's page up
+  /// (cacheRow).
   struct TileRows {
     mlir::Value start, lastPos, kvBegin;
-    mlir::Value kv, kvScale;
+    llvm::SmallVector<mlir::Value, 2> kv, kvScale;
   };
   TileRows emitTileRows(mlir::OpBuilder &b, mlir::Value tileStart);
+  /// The buffers a tile's rows come from: 1, kTileRows / pageSize, or 0
+  /// (per-lane page lookups).
+  int64_t tileBuffers() const;
+  /// Appends page `p` of the tile (of tileBuffers() > 1, or the one page
+  /// holding it) to `tile`'s buffers, its id loaded once by the scalar
+  /// unit.
+  void emitPageBuffer(mlir::OpBuilder &b, TileRows &tile, int64_t p);
   /// The cache row of the tile's row `localRow` (clamped to the item's last
   /// position) in a cache of pages smaller than a tile. Page ids are
   /// clamped into the pool everywhere, so a bad table never reads outside
@@ -130,21 +138,22 @@ private:
   mlir::Value cacheRow(mlir::OpBuilder &b, const TileRows &tile,
                        mlir::Value localRow);
   mlir::Value clampPage(mlir::OpBuilder &b, mlir::Value pageId);
-  /// The tile's rows of `cache` (kv or kv_scale) as a
-  /// bounds-checked buffer (amdgpu.fat_raw_buffer_cast) based at the
-  /// tile's first row and valid up to the item's last: a lane's offset in
-  /// it is the same every tile (no per-load VALU arithmetic, no clamp),
-  /// 32 bits however large the cache, and a row past the item reads as
-  /// zeros (its scores are masked; zeros keep P x V finite).
-  mlir::Value tileBuffer(mlir::OpBuilder &b, const TileRows &tile,
-                         mlir::Value cache);
-  /// Where a DMA lane reads the element at (`localRow`, `col`) of the tile
-  /// in `cache` (kv or kv_scale, rows of `rowElems`): in `tileCache`, the
-  /// tile's buffer, where it has one; otherwise at (cacheRow, col).
-  std::pair<mlir::Value, llvm::SmallVector<mlir::Value, 2>>
-  tileSource(mlir::OpBuilder &b, const TileRows &tile, mlir::Value cache,
-             mlir::Value tileCache, mlir::Value localRow, mlir::Value col,
-             int64_t rowElems);
+  /// Rows `first`..`last` (cache rows, at most `rows` of them) of `cache`
+  /// (kv or kv_scale) as a bounds-checked buffer
+  /// (amdgpu.fat_raw_buffer_cast) based at `first`: a lane's offset in it
+  /// is the same every tile (no per-load VALU arithmetic, no clamp), 32
+  /// bits however large the cache, and a row past the item reads as zeros
+  /// (its scores are masked; zeros keep P x V finite).
+  mlir::Value tileBuffer(mlir::OpBuilder &b, mlir::Value first,
+                         mlir::Value last, int64_t rows, mlir::Value cache);
+  /// Calls `read` with where a DMA lane finds the tile's row `localRow`:
+  /// the buffer of `buffers` that `bufferIndex` (wave-uniform) names and
+  /// the row in it, or (no buffers) a null buffer and the cache row.
+  void emitTileRead(
+      mlir::OpBuilder &b, const TileRows &tile,
+      llvm::ArrayRef<mlir::Value> buffers, mlir::Value bufferIndex,
+      mlir::Value localRow,
+      llvm::function_ref<void(mlir::Value buffer, mlir::Value row)> read);
   mlir::Value toI32(mlir::OpBuilder &b, mlir::Value index);
   mlir::Value toIndex(mlir::OpBuilder &b, mlir::Value i32);
   mlir::Value i32Const(mlir::OpBuilder &b, int64_t v);

@@ -17,6 +17,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace mla;
 
@@ -39,33 +41,55 @@ void emitIf(OpBuilder &b, Location loc, Value cond, function_ref<void()> then,
 }
 } // namespace
 
+int64_t PartialKernel::tileBuffers() const {
+  if (pageSize == 0 || pageSize >= kTileRows)
+    return 1;
+  // Pages of at least 64 rows: a buffer each when every DMA piece (a
+  // wave's 16 bytes a lane) lies in one page, as it does for every format
+  // (64 rows are a whole number of pieces of data and of scale units).
+  int64_t pieceBytes = kWaveSize * kDmaBytes;
+  bool piecesFitPages = pageSize * plan.rowBytes() % pieceBytes == 0 &&
+                        (!strategy.blockScales ||
+                         pageSize * plan.scaleUnitsPerRow() % kWaveSize == 0);
+  return pageSize >= 64 && piecesFitPages ? kTileRows / pageSize : 0;
+}
+
 PartialKernel::TileRows PartialKernel::emitTileRows(OpBuilder &b,
                                                      Value tileStart) {
   TileRows tile{toI32(b, tileStart), toI32(b, item.lastPos),
                 toI32(b, item.kvBegin), {}, {}};
-  auto sub = [&](Value x, Value y) {
-    return arith::SubIOp::create(b, loc, x, y).getResult();
-  };
   if (pageSize == 0) {
     // Contiguous: positions become cache rows once a tile (wave-uniform),
     // not once a load (a VALU add each).
     auto add = [&](Value x) {
       return arith::AddIOp::create(b, loc, x, tile.kvBegin).getResult();
     };
-    tile.start = add(tile.start);
-    tile.lastPos = add(tile.lastPos);
-    tile.kv = tileBuffer(b, tile, args.kv);
+    Value first = add(tile.start), last = add(tile.lastPos);
+    tile.kv.push_back(tileBuffer(b, first, last, kTileRows, args.kv));
     if (strategy.blockScales)
-      tile.kvScale = tileBuffer(b, tile, args.kvScale);
+      tile.kvScale.push_back(
+          tileBuffer(b, first, last, kTileRows, args.kvScale));
     return tile;
   }
-  if (pageSize < kTileRows)
-    return tile;
   // Items start on tiles (the planner's invariant), so a tile lies in one
-  // page: its rows are the page's from the tile's offset in it. The wave
-  // loads the page's id once; through the constant address space it loads
-  // by the scalar unit, so the DMA's vector memory counter never waits
-  // for it.
+  // page or covers whole pages: each buffer holds a page's rows from the
+  // tile's offset in it.
+  for (int64_t p = 0; p < tileBuffers(); ++p)
+    emitPageBuffer(b, tile, p);
+  return tile;
+}
+
+void PartialKernel::emitPageBuffer(OpBuilder &b, TileRows &tile, int64_t p) {
+  auto sub = [&](Value x, Value y) {
+    return arith::SubIOp::create(b, loc, x, y).getResult();
+  };
+  int64_t rows = std::min(pageSize, kTileRows);
+  Value first =
+      arith::AddIOp::create(b, loc, tile.start, i32Const(b, p * rows));
+  // The wave loads the page's id once; through the constant address space
+  // it loads by the scalar unit, so the DMA's vector memory counter never
+  // waits for it. A page past the item's last position (a short last
+  // tile) looks its last page up and gets no rows.
   auto tableType = cast<MemRefType>(args.kvIndices.getType());
   Value table = memref::MemorySpaceCastOp::create(
       b, loc,
@@ -74,22 +98,22 @@ PartialKernel::TileRows PartialKernel::emitTileRows(OpBuilder &b,
                       b.getI64IntegerAttr(kConstantAddressSpace)),
       args.kvIndices);
   Value log2P = i32Const(b, llvm::Log2_64(pageSize));
-  Value entry = arith::ShRUIOp::create(b, loc, tile.start, log2P);
+  Value looked =
+      p == 0 ? first : arith::MinSIOp::create(b, loc, first, tile.lastPos);
+  Value entry = arith::ShRUIOp::create(b, loc, looked, log2P);
   Value at = toIndex(b, arith::AddIOp::create(b, loc, tile.kvBegin, entry));
   Value page = clampPage(b, KernelBuilder{b, loc}.load(table, {at}));
   Value inPage =
-      arith::AndIOp::create(b, loc, tile.start, i32Const(b, pageSize - 1));
+      arith::AndIOp::create(b, loc, first, i32Const(b, pageSize - 1));
   // The page's rows bound the item's: a tile never reads past its page.
   Value rowsLeft = arith::MinSIOp::create(
-      b, loc, sub(tile.lastPos, tile.start),
-      sub(i32Const(b, pageSize - 1), inPage));
-  tile.start = arith::OrIOp::create(
+      b, loc, sub(tile.lastPos, first), sub(i32Const(b, pageSize - 1), inPage));
+  Value start = arith::OrIOp::create(
       b, loc, arith::ShLIOp::create(b, loc, page, log2P), inPage);
-  tile.lastPos = arith::AddIOp::create(b, loc, tile.start, rowsLeft);
-  tile.kv = tileBuffer(b, tile, args.kv);
+  Value last = arith::AddIOp::create(b, loc, start, rowsLeft);
+  tile.kv.push_back(tileBuffer(b, start, last, rows, args.kv));
   if (strategy.blockScales)
-    tile.kvScale = tileBuffer(b, tile, args.kvScale);
-  return tile;
+    tile.kvScale.push_back(tileBuffer(b, start, last, rows, args.kvScale));
 }
 
 Value PartialKernel::clampPage(OpBuilder &b, Value pageId) {
@@ -121,26 +145,29 @@ Value PartialKernel::cacheRow(OpBuilder &b, const TileRows &tile,
   return toIndex(b, row);
 }
 
-Value PartialKernel::tileBuffer(OpBuilder &b, const TileRows &tile,
-                                Value cache) {
+Value PartialKernel::tileBuffer(OpBuilder &b, Value first, Value last,
+                                int64_t rows, Value cache) {
   KernelBuilder k{b, loc};
   auto type = cast<MemRefType>(cache.getType());
   int64_t rowElems = type.getDimSize(1);
   int64_t elemBytes = type.getElementTypeBitWidth() / 8;
   auto viewType = MemRefType::get(
-      {kTileRows * rowElems}, type.getElementType(),
+      {rows * rowElems}, type.getElementType(),
       StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {1}),
       type.getMemorySpace());
-  Value first = k.mul(toIndex(b, tile.start), k.idx(rowElems));
-  Value rows = memref::ReinterpretCastOp::create(
-      b, loc, viewType, cache, OpFoldResult(first),
-      ArrayRef<OpFoldResult>{b.getIndexAttr(kTileRows * rowElems)},
+  Value firstElem = k.mul(toIndex(b, first), k.idx(rowElems));
+  Value view = memref::ReinterpretCastOp::create(
+      b, loc, viewType, cache, OpFoldResult(firstElem),
+      ArrayRef<OpFoldResult>{b.getIndexAttr(rows * rowElems)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-  // The item's rows from the tile's first, at most the tile's (the
-  // resource's bound is 32 bits): a lane past them reads zeros.
-  Value rowsLeft = arith::MinSIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, tile.lastPos, tile.start),
-      i32Const(b, kTileRows - 1));
+  // The item's rows from the first, at most the buffer's (the resource's
+  // bound is 32 bits), none for a page past the item: a lane past them
+  // reads zeros.
+  Value rowsLeft =
+      arith::MinSIOp::create(b, loc, arith::SubIOp::create(b, loc, last, first),
+                             i32Const(b, rows - 1));
+  if (rows < kTileRows)
+    rowsLeft = arith::MaxSIOp::create(b, loc, rowsLeft, i32Const(b, -1));
   Value validBytes = arith::MulIOp::create(
       b, loc,
       arith::AddIOp::create(b, loc, rowsLeft, i32Const(b, 1)),
@@ -151,21 +178,32 @@ Value PartialKernel::tileBuffer(OpBuilder &b, const TileRows &tile,
   validBytes = ROCDL::ReadfirstlaneOp::create(b, loc, b.getI32Type(),
                                               validBytes);
   validBytes = arith::ExtUIOp::create(b, loc, b.getI64Type(), validBytes);
-  return amdgpu::FatRawBufferCastOp::create(b, loc, rows, validBytes,
+  return amdgpu::FatRawBufferCastOp::create(b, loc, view, validBytes,
                                             /*cacheSwizzleStride=*/Value(),
                                             /*boundsCheck=*/true,
                                             /*resetOffset=*/true);
 }
 
-std::pair<Value, SmallVector<Value, 2>>
-PartialKernel::tileSource(OpBuilder &b, const TileRows &tile, Value cache,
-                          Value tileCache, Value localRow, Value col,
-                          int64_t rowElems) {
-  if (!tileCache)
-    return {cache, {cacheRow(b, tile, localRow), col}};
-  // The lane's offset in the tile's buffer is the same every tile.
+void PartialKernel::emitTileRead(
+    OpBuilder &b, const TileRows &tile, ArrayRef<Value> buffers,
+    Value bufferIndex, Value localRow,
+    function_ref<void(Value buffer, Value row)> read) {
+  if (buffers.empty()) // pages smaller than a tile: each lane's own page
+    return read(Value(), cacheRow(b, tile, localRow));
+  // The lane's offset in its buffer is the same every tile; the buffer is
+  // the piece's (wave-uniform: a scalar branch where there are several;
+  // the emu models a buffer only as a DMA's direct source).
   KernelBuilder k{b, loc};
-  return {tileCache, {k.add(k.mul(localRow, k.idx(rowElems)), col)}};
+  int64_t rows = kTileRows / static_cast<int64_t>(buffers.size());
+  std::function<void(int64_t)> from = [&](int64_t p) {
+    Value row = p == 0 ? localRow : k.sub(localRow, k.idx(p * rows));
+    if (p + 1 == static_cast<int64_t>(buffers.size()))
+      return read(buffers[p], row);
+    emitIf(
+        b, loc, k.lessThan(bufferIndex, k.idx(p + 1)),
+        [&] { read(buffers[p], row); }, [&] { from(p + 1); });
+  };
+  from(0);
 }
 
 Value PartialKernel::toI32(OpBuilder &b, Value index) {
@@ -187,14 +225,22 @@ void PartialKernel::emitDataGather(OpBuilder &b, const TileRows &tile,
   int64_t rowElems = plan.rowElements();
   Value waveBase = k.mul(piece, k.idx(kWaveSize * dmaElems));
   Value lin = k.add(waveBase, k.mul(rows.lane, k.idx(dmaElems)));
-  auto [src, srcIndices] =
-      tileSource(b, tile, args.kv, tile.kv, k.div(lin, k.idx(rowElems)),
-                 k.rem(lin, k.idx(rowElems)), rowElems);
+  Value col = k.rem(lin, k.idx(rowElems));
   Value dstRow = k.div(waveBase, k.idx(rowElems));
   Value dstCol = k.rem(waveBase, k.idx(rowElems));
-  amdgpu::GatherToLDSOp::create(
-      b, loc, src, srcIndices, lds.kvTiles, ValueRange{stage, dstRow, dstCol},
-      TypeAttr::get(VectorType::get({dmaElems}, kvMemType(b))));
+  int64_t piecesPerBuffer =
+      plan.dataPieces() / std::max<int64_t>(1, tile.kv.size());
+  emitTileRead(b, tile, tile.kv, k.div(piece, k.idx(piecesPerBuffer)),
+               k.div(lin, k.idx(rowElems)), [&](Value buffer, Value row) {
+                 Value src = buffer ? buffer : args.kv;
+                 SmallVector<Value, 2> at = {row, col};
+                 if (buffer)
+                   at = {k.add(k.mul(row, k.idx(rowElems)), col)};
+                 amdgpu::GatherToLDSOp::create(
+                     b, loc, src, at, lds.kvTiles,
+                     ValueRange{stage, dstRow, dstCol},
+                     TypeAttr::get(VectorType::get({dmaElems}, kvMemType(b))));
+               });
 }
 
 void PartialKernel::emitScaleGather(OpBuilder &b, const TileRows &tile,
@@ -203,13 +249,21 @@ void PartialKernel::emitScaleGather(OpBuilder &b, const TileRows &tile,
   Value scalePiece = k.sub(piece, k.idx(plan.dataPieces()));
   Value unit = k.add(k.mul(scalePiece, k.idx(kWaveSize)), rows.lane);
   int64_t units = plan.scaleUnitsPerRow();
-  auto [src, srcIndices] = tileSource(
-      b, tile, args.kvScale, tile.kvScale, k.div(unit, k.idx(units)),
-      k.mul(k.rem(unit, k.idx(units)), k.idx(2)), 2 * units);
-  amdgpu::GatherToLDSOp::create(
-      b, loc, src, srcIndices, lds.tileScales,
-      ValueRange{stage, k.mul(scalePiece, k.idx(4 * kWaveSize))},
-      TypeAttr::get(VectorType::get({2}, b.getType<Float8E8M0FNUType>())));
+  Value col = k.mul(k.rem(unit, k.idx(units)), k.idx(2));
+  int64_t piecesPerBuffer =
+      plan.scalePieces() / std::max<int64_t>(1, tile.kvScale.size());
+  emitTileRead(b, tile, tile.kvScale, k.div(scalePiece, k.idx(piecesPerBuffer)),
+               k.div(unit, k.idx(units)), [&](Value buffer, Value row) {
+                 Value src = buffer ? buffer : args.kvScale;
+                 SmallVector<Value, 2> at = {row, col};
+                 if (buffer)
+                   at = {k.add(k.mul(row, k.idx(2 * units)), col)};
+                 amdgpu::GatherToLDSOp::create(
+                     b, loc, src, at, lds.tileScales,
+                     ValueRange{stage, k.mul(scalePiece, k.idx(4 * kWaveSize))},
+                     TypeAttr::get(
+                         VectorType::get({2}, b.getType<Float8E8M0FNUType>())));
+               });
 }
 
 /// The tile's wave-sized pieces go round-robin to the waves; mxfp4's scale

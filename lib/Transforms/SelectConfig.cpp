@@ -37,21 +37,15 @@ constexpr int64_t kLongTile = 128;
 /// its barriers and the DMA's scalar address arithmetic cost the same for
 /// 64 rows as for 128: 128-row tiles take them half as often (per 64 KV
 /// rows at H = 16: VALU 219 -> 202, SALU 58 -> 28, serial clocks 1606 ->
-/// 1498, docs/performance.md). The grid is one workgroup a CU, so the LDS
-/// the second tile takes costs no occupancy. Only where all four waves
-/// share one row group (H = 16): at H = 32 (two groups) the long tile saves
-/// 5% of the serial clocks but its prologue spills 7 SGPRs. fp8 and bf16
-/// meet their budgets at 64 rows, where bf16's stages of 128 do not fit.
-/// Pages of 64 rows keep 64-row tiles: a tile within one page is staged
-/// from one page lookup, where a longer one looks up each row's page
-/// (serial clocks 1615 -> 1752 per 64 rows; pages of 1, 16 and 256 gain
-/// from the long tile as contiguous caches do).
-bool prefersLongTiles(const PartialKernelPlan &plan, int64_t pageSize) {
-  bool pagesHoldOnlyShortTiles =
-      pageSize >= kDefaultTile && pageSize < kLongTile;
+/// 1498, docs/performance.md; on every page size too, pages of 64 read as
+/// two buffers). The grid is one workgroup a CU, so the LDS the second
+/// tile takes costs no occupancy. Only where all four waves share one row
+/// group (H = 16): at H = 32 (two groups) the long tile saves 5% of the
+/// serial clocks but its prologue spills 7 SGPRs. fp8 and bf16 meet their
+/// budgets at 64 rows, where bf16's stages of 128 do not fit.
+bool prefersLongTiles(const PartialKernelPlan &plan) {
   return plan.isMXFP4() && plan.strategy().pv == PVPath::ScaledP &&
-         plan.wavesPerRowGroup() == PartialKernelPlan::kWaves &&
-         !pagesHoldOnlyShortTiles;
+         plan.wavesPerRowGroup() == PartialKernelPlan::kWaves;
 }
 
 /// Enough waves per group of query rows that one token's rows fill the
@@ -191,8 +185,7 @@ struct MLASelectConfigPass
             return planFor(candidate).ldsBytes() <=
                    info->arch->ldsBytesPerWorkgroup;
           };
-          if (prefersLongTiles(planFor(kLongTile), op.getPageSize()) &&
-              fits(kLongTile))
+          if (prefersLongTiles(planFor(kLongTile)) && fits(kLongTile))
             tile = kLongTile;
           while (tile > 16 && !fits(tile))
             tile /= 2;
