@@ -146,14 +146,16 @@ private:
   /// (its scores are masked; zeros keep P x V finite).
   mlir::Value tileBuffer(mlir::OpBuilder &b, mlir::Value first,
                          mlir::Value last, int64_t rows, mlir::Value cache);
-  /// Calls `read` with where a DMA lane finds the tile's row `localRow`:
-  /// the buffer of `buffers` that `bufferIndex` (wave-uniform) names and
-  /// the row in it, or (no buffers) a null buffer and the cache row.
+  /// Calls `read` with where a DMA lane finds the element at (`localRow`,
+  /// `col`) of the tile in `cache` (kv or kv_scale, rows of `rowElems`):
+  /// its offset in the buffer of `buffers` that holds DMA piece `piece` (of
+  /// `pieces`, split evenly between them), or (no buffers) its cache row
+  /// and column in `cache`.
   void emitTileRead(
-      mlir::OpBuilder &b, const TileRows &tile,
-      llvm::ArrayRef<mlir::Value> buffers, mlir::Value bufferIndex,
-      mlir::Value localRow,
-      llvm::function_ref<void(mlir::Value buffer, mlir::Value row)> read);
+      mlir::OpBuilder &b, const TileRows &tile, mlir::Value cache,
+      llvm::ArrayRef<mlir::Value> buffers, mlir::Value piece, int64_t pieces,
+      mlir::Value localRow, mlir::Value col, int64_t rowElems,
+      llvm::function_ref<void(mlir::Value src, mlir::ValueRange at)> read);
   mlir::Value toI32(mlir::OpBuilder &b, mlir::Value index);
   mlir::Value toIndex(mlir::OpBuilder &b, mlir::Value i32);
   mlir::Value i32Const(mlir::OpBuilder &b, int64_t v);

@@ -456,8 +456,10 @@ LogicalResult LaneFunctionBuilder::lowerWaveOp(Operation *op, Outcome &done) {
     Value second =
         arith::SelectOp::create(b, loc, lowHalf, oldOfPartner, swap.getSrc());
     Value pair = LLVM::PoisonOp::create(b, loc, swap.getRes().getType());
-    pair = LLVM::InsertValueOp::create(b, loc, pair, first, ArrayRef<int64_t>{0});
-    pair = LLVM::InsertValueOp::create(b, loc, pair, second, ArrayRef<int64_t>{1});
+    pair =
+        LLVM::InsertValueOp::create(b, loc, pair, first, ArrayRef<int64_t>{0});
+    pair =
+        LLVM::InsertValueOp::create(b, loc, pair, second, ArrayRef<int64_t>{1});
     swap.getRes().replaceAllUsesWith(pair);
     return success();
   }

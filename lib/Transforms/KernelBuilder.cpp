@@ -21,8 +21,8 @@ Value KernelBuilder::laneReduce(Value v, ArrayRef<int64_t> offsets,
     // crossbar op; a shuffle by 16 would become two copies, a permlane
     // swap and a select on gfx950).
     if (offset < 32) {
-      v = combine(v, amdgpu::SwizzleBitModeOp::create(
-                         b, loc, v, /*andMask=*/31, /*orMask=*/0, offset));
+      v = combine(v, amdgpu::SwizzleBitModeOp::create(b, loc, v, /*andMask=*/31,
+                                                      /*orMask=*/0, offset));
       continue;
     }
     assert(offset == 32 && "a wave is 64 lanes");
@@ -32,7 +32,8 @@ Value KernelBuilder::laneReduce(Value v, ArrayRef<int64_t> offsets,
     // reduces without the lane select a shuffle by 32 lowers to.
     Type i32 = b.getI32Type();
     Value bits = arith::BitcastOp::create(b, loc, i32, v);
-    auto pairType = LLVM::LLVMStructType::getLiteral(b.getContext(), {i32, i32});
+    auto pairType =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {i32, i32});
     Value pair = ROCDL::Permlane32SwapOp::create(b, loc, pairType, bits, bits,
                                                  /*fi=*/false,
                                                  /*boundControl=*/false);

@@ -237,8 +237,8 @@ Value PartialKernel::emitScaledPPV(OpBuilder &b, Value stage, Value acc) {
   // The tile's 64-row chunks in turn: lane group kg takes rows 64·chunk +
   // 16·kg .. + 15 of each.
   for (int64_t chunk = 0; chunk < kTileRows / 64; ++chunk)
-    laneAcc = emitScaledPVRows(
-        b, stage, laneAcc, k.add(k.idx(64 * chunk), k.mul(kg, k.idx(16))));
+    laneAcc = emitScaledPVRows(b, stage, laneAcc,
+                               k.add(k.idx(64 * chunk), k.mul(kg, k.idx(16))));
   return UnrealizedConversionCastOp::create(b, loc, acc.getType(), laneAcc)
       .getResult(0);
 }
@@ -289,8 +289,8 @@ Value PartialKernel::emitScaledPVRows(OpBuilder &b, Value stage, Value laneAcc,
           ArrayRef<int64_t>{1});
       for (int64_t h = 0; h < 2; ++h) {
         // Word h: rows firstRow + 8h + 0..7, byte j = rows 2j and 2j + 1.
-        Value word = vector::ExtractOp::create(b, loc, words,
-                                               ArrayRef<int64_t>{h});
+        Value word =
+            vector::ExtractOp::create(b, loc, words, ArrayRef<int64_t>{h});
         block = amdgpu::MFMAOp::create(
             b, loc, block.getType(), /*m=*/16, /*n=*/16, /*k=*/32,
             /*blocks=*/1, aSteps[h], e2m1WordAsBf16(b, loc, word), block,

@@ -175,8 +175,8 @@ Value PartialKernel::tileBuffer(OpBuilder &b, Value first, Value last,
   // Uniform, but with pages longer than a tile the bounds fold into a
   // three-way min the backend selects in VALU (v_min3_i32): a descriptor
   // in VGPRs wraps every DMA in a readfirstlane loop. Read it back first.
-  validBytes = ROCDL::ReadfirstlaneOp::create(b, loc, b.getI32Type(),
-                                              validBytes);
+  validBytes =
+      ROCDL::ReadfirstlaneOp::create(b, loc, b.getI32Type(), validBytes);
   validBytes = arith::ExtUIOp::create(b, loc, b.getI64Type(), validBytes);
   return amdgpu::FatRawBufferCastOp::create(b, loc, view, validBytes,
                                             /*cacheSwizzleStride=*/Value(),
@@ -185,23 +185,27 @@ Value PartialKernel::tileBuffer(OpBuilder &b, Value first, Value last,
 }
 
 void PartialKernel::emitTileRead(
-    OpBuilder &b, const TileRows &tile, ArrayRef<Value> buffers,
-    Value bufferIndex, Value localRow,
-    function_ref<void(Value buffer, Value row)> read) {
+    OpBuilder &b, const TileRows &tile, Value cache, ArrayRef<Value> buffers,
+    Value piece, int64_t pieces, Value localRow, Value col, int64_t rowElems,
+    function_ref<void(Value src, ValueRange at)> read) {
+  KernelBuilder k{b, loc};
   if (buffers.empty()) // pages smaller than a tile: each lane's own page
-    return read(Value(), cacheRow(b, tile, localRow));
+    return read(cache, {cacheRow(b, tile, localRow), col});
   // The lane's offset in its buffer is the same every tile; the buffer is
   // the piece's (wave-uniform: a scalar branch where there are several;
   // the emu models a buffer only as a DMA's direct source).
-  KernelBuilder k{b, loc};
-  int64_t rows = kTileRows / static_cast<int64_t>(buffers.size());
+  int64_t count = static_cast<int64_t>(buffers.size());
+  int64_t rows = kTileRows / count;
+  Value bufferIndex = k.div(piece, k.idx(pieces / count));
   std::function<void(int64_t)> from = [&](int64_t p) {
     Value row = p == 0 ? localRow : k.sub(localRow, k.idx(p * rows));
-    if (p + 1 == static_cast<int64_t>(buffers.size()))
-      return read(buffers[p], row);
-    emitIf(
-        b, loc, k.lessThan(bufferIndex, k.idx(p + 1)),
-        [&] { read(buffers[p], row); }, [&] { from(p + 1); });
+    auto readPage = [&] {
+      read(buffers[p], {k.add(k.mul(row, k.idx(rowElems)), col)});
+    };
+    if (p + 1 == count)
+      return readPage();
+    emitIf(b, loc, k.lessThan(bufferIndex, k.idx(p + 1)), readPage,
+           [&] { from(p + 1); });
   };
   from(0);
 }
@@ -225,17 +229,11 @@ void PartialKernel::emitDataGather(OpBuilder &b, const TileRows &tile,
   int64_t rowElems = plan.rowElements();
   Value waveBase = k.mul(piece, k.idx(kWaveSize * dmaElems));
   Value lin = k.add(waveBase, k.mul(rows.lane, k.idx(dmaElems)));
-  Value col = k.rem(lin, k.idx(rowElems));
   Value dstRow = k.div(waveBase, k.idx(rowElems));
   Value dstCol = k.rem(waveBase, k.idx(rowElems));
-  int64_t piecesPerBuffer =
-      plan.dataPieces() / std::max<int64_t>(1, tile.kv.size());
-  emitTileRead(b, tile, tile.kv, k.div(piece, k.idx(piecesPerBuffer)),
-               k.div(lin, k.idx(rowElems)), [&](Value buffer, Value row) {
-                 Value src = buffer ? buffer : args.kv;
-                 SmallVector<Value, 2> at = {row, col};
-                 if (buffer)
-                   at = {k.add(k.mul(row, k.idx(rowElems)), col)};
+  emitTileRead(b, tile, args.kv, tile.kv, piece, plan.dataPieces(),
+               k.div(lin, k.idx(rowElems)), k.rem(lin, k.idx(rowElems)),
+               rowElems, [&](Value src, ValueRange at) {
                  amdgpu::GatherToLDSOp::create(
                      b, loc, src, at, lds.kvTiles,
                      ValueRange{stage, dstRow, dstCol},
@@ -249,15 +247,10 @@ void PartialKernel::emitScaleGather(OpBuilder &b, const TileRows &tile,
   Value scalePiece = k.sub(piece, k.idx(plan.dataPieces()));
   Value unit = k.add(k.mul(scalePiece, k.idx(kWaveSize)), rows.lane);
   int64_t units = plan.scaleUnitsPerRow();
-  Value col = k.mul(k.rem(unit, k.idx(units)), k.idx(2));
-  int64_t piecesPerBuffer =
-      plan.scalePieces() / std::max<int64_t>(1, tile.kvScale.size());
-  emitTileRead(b, tile, tile.kvScale, k.div(scalePiece, k.idx(piecesPerBuffer)),
-               k.div(unit, k.idx(units)), [&](Value buffer, Value row) {
-                 Value src = buffer ? buffer : args.kvScale;
-                 SmallVector<Value, 2> at = {row, col};
-                 if (buffer)
-                   at = {k.add(k.mul(row, k.idx(2 * units)), col)};
+  emitTileRead(b, tile, args.kvScale, tile.kvScale, scalePiece,
+               plan.scalePieces(), k.div(unit, k.idx(units)),
+               k.mul(k.rem(unit, k.idx(units)), k.idx(2)), 2 * units,
+               [&](Value src, ValueRange at) {
                  amdgpu::GatherToLDSOp::create(
                      b, loc, src, at, lds.tileScales,
                      ValueRange{stage, k.mul(scalePiece, k.idx(4 * kWaveSize))},

@@ -11,7 +11,6 @@
 #include "Json.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <charconv>
@@ -597,15 +596,12 @@ std::optional<int64_t> mla::kernelKVTile(const Artifact &a) {
   size_t at = a.config.find(key);
   if (a.kernels.empty() || at == std::string::npos)
     return std::nullopt;
+  const char *first = a.config.data() + at + key.size();
   int64_t tile = 0;
-  for (size_t i = at + key.size(); i < a.config.size() &&
-                                   std::isdigit((unsigned char)a.config[i]);
-       ++i) {
-    tile = 10 * tile + (a.config[i] - '0');
-    if (tile > limits::kMaxKVTile)
-      return std::nullopt;
-  }
-  if (tile <= 0 || (tile & (tile - 1)) != 0)
+  auto [end, ec] =
+      std::from_chars(first, a.config.data() + a.config.size(), tile);
+  if (ec != std::errc() || tile <= 0 || tile > limits::kMaxKVTile ||
+      (tile & (tile - 1)) != 0)
     return std::nullopt;
   return tile;
 }
