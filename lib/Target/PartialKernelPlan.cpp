@@ -17,25 +17,15 @@ PartialKernelPlan::PartialKernelPlan(const PartialKernelShape &shape)
 FormatStrategy PartialKernelPlan::strategy() const {
   switch (s.format) {
   case CacheFormat::BF16:
-    return {QKPath::Bf16Mfma, PEncoding::Bf16, PVPath::FromTile, false};
+    return {QKPath::Bf16Mfma, PEncoding::Bf16TwoParts, PVPath::FromTile, false};
   case CacheFormat::FP8:
     return {QKPath::ScaledMfma, PEncoding::Fp8TwoParts, PVPath::FromTile,
             false};
   case CacheFormat::MXFP4:
-    if (scaledPFits())
-      return {QKPath::ScaledMfma, PEncoding::F32, PVPath::ScaledP, true};
-    return {QKPath::ScaledMfma, PEncoding::Bf16, PVPath::DecodedHalfTiles,
-            true};
+    return {QKPath::ScaledMfma, PEncoding::Bf16TwoParts,
+            PVPath::DecodedHalfTiles, true};
   }
   return {};
-}
-
-bool PartialKernelPlan::scaledPFits() const {
-  // A wave converting all Dv columns of V itself (W = 1) would do four
-  // times the workgroup's shared decode. ScaledP needs whole 32-column V
-  // blocks per wave and 8-byte aligned tile rows for the transposed loads.
-  return wavesPerRowGroup() > 1 && s.vDim % 32 == 0 &&
-         vColumnsPerWave() % 32 == 0 && rowBytes() % 8 == 0;
 }
 
 int64_t PartialKernelPlan::blocksPerItem() const {
@@ -53,8 +43,8 @@ int64_t PartialKernelPlan::scalePieces() const {
 
 std::vector<LdsBuffer> PartialKernelPlan::ldsBuffers() const {
   const PEncoding p = strategy().p;
-  const int64_t pBytes = p == PEncoding::F32 ? 4 : p == PEncoding::Bf16 ? 2 : 1;
-  const int64_t pParts = p == PEncoding::Fp8TwoParts ? 2 : 1;
+  const int64_t pBytes = p == PEncoding::Bf16TwoParts ? 2 : 1;
+  const int64_t pParts = 2;
   std::vector<LdsBuffer> buffers = {
       {"kv_tiles",
        {s.pipelineStages, s.kvTile, rowElements()},

@@ -259,12 +259,6 @@ private:
                          int64_t f, int64_t c);
   mlir::Value emitDecodedPV(mlir::OpBuilder &b, mlir::Value stage,
                             mlir::Value acc);
-  mlir::Value emitScaledPPV(mlir::OpBuilder &b, mlir::Value stage,
-                            mlir::Value acc);
-  /// 64 tile rows of emitScaledPPV, lane group kg's 16 from `firstRow`, on
-  /// the accumulator's lane form.
-  mlir::Value emitScaledPVRows(mlir::OpBuilder &b, mlir::Value stage,
-                               mlir::Value laneAcc, mlir::Value firstRow);
   /// Fragment f's per-row factors in LDS broadcast over an accumulator
   /// chunk.
   mlir::Value readRowFactors(mlir::OpBuilder &b, int64_t f);

@@ -6,7 +6,7 @@
 // lane cannot do alone becomes a call into the emu runtime
 // (runtime/jit/emu/Runtime.cpp): thread and block ids, workgroup barriers, and
 // the wave-level operations — amdgpu.mfma, gpu.shuffle,
-// amdgpu.swizzle_bitmode (xor), rocdl.update.dpp, rocdl.permlane32.swap,
+// amdgpu.swizzle_bitmode (xor), rocdl.permlane32.swap,
 // rocdl.readfirstlane, amdgpu.gather_to_lds (from global memory or a
 // bounds-checked buffer), amdgpu.memory_counter_wait —
 // which rendezvous the wave's 64 lanes and compute exactly what the
@@ -138,10 +138,6 @@ private:
   OpBuilder b;
   // Stack buffers the matrix and transposed loads pass to the runtime.
   Value aBuf, bBuf, cBuf, dBuf, trBuf, wgmmaC, wgmmaD;
-  // A row broadcast's whole row, per broadcast source and block: the
-  // kernels broadcast each lane of a row of one value in turn, which one
-  // rendezvous serves.
-  DenseMap<std::pair<Value, Block *>, Value> rowValues;
   // Buffer casts the DMAs read through, erased after them.
   SmallVector<Operation *> buffers;
 };
@@ -359,7 +355,7 @@ LogicalResult LaneFunctionBuilder::lowerOp(Operation *op, Outcome &done) {
   return success();
 }
 
-/// Lane and wave operations: ids, barriers, counters, shuffles, DPP.
+/// Lane and wave operations: ids, barriers, counters, shuffles.
 LogicalResult LaneFunctionBuilder::lowerWaveOp(Operation *op, Outcome &done) {
   Location loc = op->getLoc();
   Type i64Type = b.getI64Type();
@@ -469,31 +465,6 @@ LogicalResult LaneFunctionBuilder::lowerWaveOp(Operation *op, Outcome &done) {
     Value v = call(loc, "mla_emu_readfirstlane", {first.getType()},
                    {ctx, first.getSrc()});
     first.getRes().replaceAllUsesWith(v);
-    return success();
-  }
-  if (auto dpp = dyn_cast<ROCDL::DPPUpdateOp>(op)) {
-    // Only what the kernels use: a row broadcast (row_newbcast) of an
-    // f32 with full masks, which leaves no lane's old value.
-    int32_t ctrl = dpp.getDppCtrl();
-    if (ctrl < 0x150 || ctrl > 0x15f || dpp.getRowMask() != 0xf ||
-        dpp.getBankMask() != 0xf || !dpp.getType().isF32())
-      return op->emitOpError(
-          "emu: only f32 row_newbcast DPP with full masks is modelled");
-    Value &row = rowValues[{dpp.getSrc(), op->getBlock()}];
-    if (!row) {
-      row = scratch(16 * 4);
-      call(loc, "mla_emu_row_values", {},
-           {ctx, dpp.getSrc(),
-            address(loc, row, {arith::ConstantIndexOp::create(b, loc, 0)})});
-    }
-    Value bytes = vector::LoadOp::create(
-        b, loc, VectorType::get({4}, b.getI8Type()), row,
-        ValueRange{arith::ConstantIndexOp::create(b, loc, 4 * (ctrl - 0x150))});
-    Value v = vector::ExtractOp::create(
-        b, loc,
-        vector::BitCastOp::create(b, loc, VectorType::get({1}, f32), bytes),
-        ArrayRef<int64_t>{0});
-    dpp.getRes().replaceAllUsesWith(v);
     return success();
   }
   done = Outcome::NotHandled;

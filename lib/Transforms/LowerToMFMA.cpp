@@ -576,31 +576,6 @@ private:
   }
 };
 
-/// Kernel code that issues its own MFMAs on a wave tile (mxfp4's ScaledP
-/// PV) takes the tile's lane form and gives it back with
-/// `builtin.unrealized_conversion_cast` (vector<16xNxf32> <->
-/// vector<N/4xf32>): both casts resolve to the lane vector.
-struct LaneFormCast
-    : public OpConversionPattern<UnrealizedConversionCastOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(UnrealizedConversionCastOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (op->getNumOperands() != 1 || op->getNumResults() != 1)
-      return failure();
-    Type from = op.getOperand(0).getType(), to = op.getResult(0).getType();
-    auto laneOf = [](Type t) -> Type {
-      return isWaveTile(t) ? Type(laneType(cast<VectorType>(t))) : Type();
-    };
-    if ((laneOf(from) && laneOf(from) == to) ||
-        (laneOf(to) && laneOf(to) == from)) {
-      rewriter.replaceOp(op, adaptor.getOperands()[0]);
-      return success();
-    }
-    return rewriter.notifyMatchFailure(op, "not a wave tile's lane form");
-  }
-};
-
 /// A wave tile read from memory: lane element 4·nb + r is tile element
 /// (4·kg + r, 16·nb + i); a broadcast dimension reads once per row.
 struct ReadTile : public OpConversionPattern<vector::TransferReadOp> {
@@ -796,7 +771,6 @@ struct MLALowerToMFMAPass
     patterns.add<ContractToMFMA>(converter, ctx, testCorruptLayout);
     patterns.add<ReadTile, WriteTile>(converter, ctx);
     patterns.add<ElementwiseOnTiles>(converter, ctx);
-    patterns.add<LaneFormCast>(converter, ctx);
     patterns.add<MathToAMDGCN<math::Exp2Op>, MathToAMDGCN<math::Log2Op>,
                  MathToAMDGCN<math::ExpOp>, MathToAMDGCN<math::LogOp>>(
         converter, ctx);

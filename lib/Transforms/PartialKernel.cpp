@@ -78,12 +78,10 @@ Type PartialKernel::kvMemType(Builder &b) const {
 
 Type PartialKernel::pvType(Builder &b) const {
   switch (strategy.p) {
-  case PEncoding::Bf16:
+  case PEncoding::Bf16TwoParts:
     return b.getBF16Type();
   case PEncoding::Fp8TwoParts:
     return b.getType<Float8E4M3FNType>();
-  case PEncoding::F32:
-    return b.getF32Type();
   }
   return {};
 }
@@ -503,7 +501,7 @@ SmallVector<Value> PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
       next.acc[f * chunks + c] = emitPV(b, stage, scaled, f, c);
     }
   // The next iteration's DMA overwrites the stage other waves still read
-  // for PV (fp8, bf16, mxfp4 ScaledP). mxfp4's decoded PV reads the stage
+  // for PV (fp8, bf16). mxfp4's decoded PV reads the stage
   // only while decoding V, before barriers of its own, and the score, P
   // and factor buffers are each wave's own: it needs no barrier here (the
   // emu's hazard checker proves both, test/Integration/emu-hazards.test).

@@ -184,14 +184,14 @@ void PartialKernel::emitPStore(OpBuilder &b, Value p,
           ValueRange{rows.rowGroup, part, fragmentRow(b, f), col});
     }
   };
-  if (strategy.p == PEncoding::F32) {
-    // mxfp4 ScaledP: PV scales P per V block, then rounds it to bf16.
-    store(p, c0);
-  } else if (strategy.p == PEncoding::Bf16) {
-    // P in bf16 keeps 8 mantissa bits: one part is enough.
-    store(
-        arith::TruncFOp::create(b, loc, VectorType::get({cols}, pvType(b)), p),
-        c0);
+  if (strategy.p == PEncoding::Bf16TwoParts) {
+    // p ≈ hi + lo in bf16 (PEncoding): 16 significant bits.
+    auto pType = VectorType::get({cols}, pvType(b));
+    Value pHi = arith::TruncFOp::create(b, loc, pType, p);
+    Value residual = arith::SubFOp::create(
+        b, loc, p, arith::ExtFOp::create(b, loc, vt, pHi));
+    store(pHi, c0);
+    store(arith::TruncFOp::create(b, loc, pType, residual), c1);
   } else {
     // P in two fp8 parts, p·448 ≈ hi + lo/16: one fp8 part alone keeps 3
     // mantissa bits, which costs ~2e-2 relative error in the output.

@@ -137,9 +137,10 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
           : ldsType({plan.stages(), tile,
                      bf16 ? plan.rowStride() : plan.stageRowBytes()},
                     bf16 ? operand : b.getI8Type());
-  MemRefType p = plan.outputOnWarpgroups()
-                     ? ldsType({kRows / core, core, tile / 8, 8}, operand)
-                     : ldsType({kRows, plan.pRowStride()}, operand);
+  MemRefType p =
+      plan.outputOnWarpgroups()
+          ? ldsType({plan.pParts(), kRows / core, core, tile / 8, 8}, operand)
+          : ldsType({plan.pParts(), kRows, plan.pRowStride()}, operand);
   SmallVector<Type> shared = {ldsType({kRows, plan.rowStride()}, operand),
                               stages};
   if (plan.decodesTile())
@@ -530,13 +531,18 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, newMax, negInf);
   Value shift = arith::SelectOp::create(b, loc, empty, k.f32(0.0), newMax);
   Value tileSum = k.f32(0.0);
-  SmallVector<Value> probabilities;
+  // P's parts (SM90KernelPlan::pParts): p ≈ hi (+ lo).
+  SmallVector<SmallVector<Value>> probabilities(plan.pParts());
   for (size_t j = 0; j < scores.size(); ++j) {
     Value p = math::Exp2Op::create(
         b, loc, arith::SubFOp::create(b, loc, scores[j], shift));
     tileSum = k.fadd(tileSum, p);
-    probabilities.push_back(
-        arith::TruncFOp::create(b, loc, operandType(b), p));
+    for (SmallVector<Value> &part : probabilities) {
+      Value rounded = arith::TruncFOp::create(b, loc, operandType(b), p);
+      part.push_back(rounded);
+      p = arith::SubFOp::create(
+          b, loc, p, arith::ExtFOp::create(b, loc, b.getF32Type(), rounded));
+    }
   }
   // The thread's consecutive columns of P in one store (within a core
   // matrix's row for wgmma's P: the width divides 8).
@@ -556,11 +562,15 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
                 arith::XOrIOp::create(b, loc, k.div(pCol, c8), swizzle),
                 k.rem(pCol, c8)};
   }
-  vector::StoreOp::create(
-      b, loc,
-      vector::FromElementsOp::create(
-          b, loc, VectorType::get({width}, operandType(b)), probabilities),
-      smem.p, pIndices, /*nontemporal=*/false, llvm::Align(2 * width));
+  for (auto [part, values] : llvm::enumerate(probabilities)) {
+    SmallVector<Value> indices = {k.idx(part)};
+    llvm::append_range(indices, pIndices);
+    vector::StoreOp::create(
+        b, loc,
+        vector::FromElementsOp::create(
+            b, loc, VectorType::get({width}, operandType(b)), values),
+        smem.p, indices, /*nontemporal=*/false, llvm::Align(2 * width));
+  }
   Value rescale = math::Exp2Op::create(
       b, loc, arith::SubFOp::create(b, loc, runMax, shift));
   // Each thread keeps its own columns' share of the row's sum (the

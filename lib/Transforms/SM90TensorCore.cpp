@@ -331,7 +331,12 @@ SmallVector<Value> SM90PartialKernel::emitOutputMma(OpBuilder &b,
   for (int64_t kk = 0; kk < tile / 16; ++kk) {
     Value pCol =
         k.add(k.idx(16 * kk), k.mul(k.div(matrix, c2), k.idx(8)));
-    SmallVector<Value> a = loadMatrices(b, smem.p, {stepRow, pCol}, 4, false);
+    // P's parts (fp8: one), each an mma on the same V fragments.
+    SmallVector<SmallVector<Value>> aParts;
+    for (int64_t part = 0; part < plan.pParts(); ++part)
+      aParts.push_back(
+          loadMatrices(b, smem.p, {k.idx(part), stepRow, pCol}, 4, false));
+    SmallVector<Value> a = aParts[0];
     if (format == CacheFormat::FP8) {
       // Groups past Dv read the last one; their results are not stored.
       for (int64_t gi = 0; gi < plan.outputGroupsPerWarp(); ++gi) {
@@ -364,10 +369,10 @@ SmallVector<Value> SM90PartialKernel::emitOutputMma(OpBuilder &b,
                        tileIndices(b, vRowGroup, thread.matrixRow, block),
                        2 * blocks, true);
       for (int64_t n = 0; n < blocks; ++n) {
-        SmallVector<Value> c(next.begin() + 4 * (j + n),
+        SmallVector<Value> d(next.begin() + 4 * (j + n),
                              next.begin() + 4 * (j + n) + 4);
-        SmallVector<Value> d =
-            mma(b, a, {vFrags[2 * n], vFrags[2 * n + 1]}, c);
+        for (ArrayRef<Value> aPart : aParts)
+          d = mma(b, aPart, {vFrags[2 * n], vFrags[2 * n + 1]}, d);
         std::copy(d.begin(), d.end(), next.begin() + 4 * (j + n));
       }
     }

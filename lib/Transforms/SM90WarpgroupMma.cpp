@@ -122,18 +122,23 @@ SmallVector<Value> SM90PartialKernel::emitOutputWgmma(OpBuilder &b,
           b, loc, smem.stages, vOffset, plan.slabBytes(),
           SM90KernelPlan::kSwizzleAlignment, Swizzle::Bytes128);
       // B = P^T (K-major) in its swizzle: the step's 16 columns 32 bytes
-      // into each row, 8-row groups a group apart.
-      Value pDesc = matrixDescriptor(
-          b, loc, smem.p, k.idx(2 * SM90KernelPlan::kWgmmaK * step),
-          SM90KernelPlan::kCoreBytes, plan.pRowGroupBytes(),
-          swizzleOfRowBytes(plan.pRowBytes()));
-      d = NVVM::WgmmaMmaAsyncOp::create(
-          b, loc, accType, d, vDesc, pDesc, shape, bf16, bf16,
-          NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-          NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), one,
-          one, NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
-          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
-          NVVM::MMAIntOverflowAttr());
+      // into each row, 8-row groups a group apart; P's parts one after the
+      // other, each a wgmma on the same V^T.
+      for (int64_t part = 0; part < plan.pParts(); ++part) {
+        Value pDesc =
+            matrixDescriptor(b, loc, smem.p,
+                             k.idx(part * plan.pPartBytes() +
+                                   2 * SM90KernelPlan::kWgmmaK * step),
+                             SM90KernelPlan::kCoreBytes, plan.pRowGroupBytes(),
+                             swizzleOfRowBytes(plan.pRowBytes()));
+        d = NVVM::WgmmaMmaAsyncOp::create(
+            b, loc, accType, d, vDesc, pDesc, shape, bf16, bf16,
+            NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+            NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), one,
+            one, NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
+            NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
+            NVVM::MMAIntOverflowAttr());
+      }
     }
     results.push_back(d);
   }

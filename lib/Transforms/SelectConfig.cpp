@@ -32,20 +32,16 @@ constexpr int64_t kDefaultTile = 64;
 /// gfx950's tile where a loop's fixed costs a tile bound it (below).
 constexpr int64_t kLongTile = 128;
 
-/// gfx950: mxfp4 on the ScaledP path is bound by its VALU and issue, and a
-/// tile's softmax (the row maxima's exchange, the accumulator's rescale),
-/// its barriers and the DMA's scalar address arithmetic cost the same for
-/// 64 rows as for 128: 128-row tiles take them half as often (per 64 KV
-/// rows at H = 16: VALU 219 -> 202, SALU 58 -> 28, serial clocks 1606 ->
-/// 1498, docs/performance.md; on every page size too, pages of 64 read as
-/// two buffers). The grid is one workgroup a CU, so the LDS the second
-/// tile takes costs no occupancy. Only where all four waves share one row
-/// group (H = 16): at H = 32 (two groups) the long tile saves 5% of the
-/// serial clocks but its prologue spills 7 SGPRs. fp8 and bf16 meet their
-/// budgets at 64 rows, where bf16's stages of 128 do not fit.
+/// gfx950: mxfp4's decoded PV pays per tile for the row maxima's exchange,
+/// the accumulator's rescale, the decode's barriers and the DMA's scalar
+/// address arithmetic, the same for 64 rows as for 128: where all four
+/// waves share one row group (H = 16) 128-row tiles take them half as often
+/// (serial clocks per 64 KV rows 1589 -> 1478, docs/performance.md). The
+/// grid is one workgroup a CU, so the LDS the second tile takes costs no
+/// occupancy. fp8 and bf16 meet their budgets at 64 rows, where bf16's
+/// stages of 128 do not fit.
 bool prefersLongTiles(const PartialKernelPlan &plan) {
-  return plan.isMXFP4() && plan.strategy().pv == PVPath::ScaledP &&
-         plan.wavesPerRowGroup() == PartialKernelPlan::kWaves;
+  return plan.isMXFP4() && plan.wavesPerRowGroup() == PartialKernelPlan::kWaves;
 }
 
 /// Enough waves per group of query rows that one token's rows fill the

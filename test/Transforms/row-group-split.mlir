@@ -28,15 +28,18 @@ func.func @dv32(%q: tensor<?x16x128xbf16>, %kv: tensor<?x128xf8E4M3FN>, %s: tens
 
 // -----
 
-// bf16 at H = 16 and 32: two stages of 64-row tiles fit the LDS because
-// the waves of a row group share its score and P buffers (at H = 128 the
-// tile halves). H = 32 makes one group of 32 rows (below). A 32-row tile
-// does not split 4 ways.
+// bf16 at H = 16: two stages of 64-row tiles fit the LDS because the
+// waves of a row group share its score and P buffers. H = 32 makes one
+// group of 32 rows, whose scores and P (two parts) no longer leave room
+// for them: its tile halves (as at H = 128), two waves a group. A 32-row
+// tile does not split 4 ways.
 // AUTO-LABEL: func @bf16_h16
 // AUTO: kv_tile = 64, {{.*}} waves_per_row_group = 4>
 // AUTO-LABEL: func @bf16_h32
-// AUTO: kv_tile = 64, {{.*}} waves_per_row_group = 4, rows_per_wave = 32>
+// AUTO: kv_tile = 32, {{.*}} waves_per_row_group = 2, rows_per_wave = 32>
 // FORCED32: error: 'mla.partial_decode' op waves_per_row_group = 4 needs kv_tile = 32 and Dv = 512 to split into multiples of 16 rows and columns
+// FORCED: error: 'mla.partial_decode' op waves_per_row_group = 4 needs kv_tile = 32 and Dv = 512 to split into multiples of 16 rows and columns
+// FORCED-NOT: error
 func.func @bf16_h16(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xbf16>,
                     %qo: tensor<?xi32>, %kvp: tensor<?xi32>) -> tensor<?x16x512xbf16> {
   %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xbf16>)

@@ -13,7 +13,7 @@
 
 // TILE: error: 'mla.decode' op kv_tile = 48 must be a positive power of two
 // SPLITS0: error: 'mla.decode' op uniform split_policy needs splits >= 1, got splits = 0
-// LDS: error: 'mla.decode' op config needs 227840 bytes of LDS (3 stages x 64 kv rows: kv_tiles 221184 scores 4096 p 2048 row_factors 256 tile_maxima 256), target gfx950 has 163840
+// LDS: error: 'mla.decode' op config needs 229888 bytes of LDS (3 stages x 64 kv rows: kv_tiles 221184 scores 4096 p 4096 row_factors 256 tile_maxima 256), target gfx950 has 163840
 // HEADS24: error: 'mla.decode' op heads_per_workgroup = 24 must be a positive multiple of 16
 // DIVIDE: error: 'mla.decode' op heads_per_workgroup = 32 does not divide H = 16
 // WAVES: error: 'mla.decode' op waves_per_workgroup = 32 gives 2048 threads, more than 1024

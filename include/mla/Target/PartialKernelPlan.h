@@ -25,17 +25,20 @@ namespace mla {
 /// two fp8 parts and K as the cache holds it (fp8, or E2M1 with its E8M0
 /// block scales in the instruction).
 enum class QKPath { Bf16Mfma, ScaledMfma };
-/// How P reaches the PV MFMAs: bf16, fp8 in two parts (p·448 ≈ hi +
-/// lo/16), or f32 (mxfp4's PV scales it per V block before rounding).
-enum class PEncoding { Bf16, Fp8TwoParts, F32 };
+/// How P reaches the PV MFMAs: bf16 in two parts (p ≈ hi + lo) or fp8 in
+/// two parts (p·448 ≈ hi + lo/16). One bf16 part alone keeps 8 significant
+/// bits: where one cache row dominates the output (an outlier row at flat
+/// attention, p ≈ 1) its weight's rounding, up to 2^-9, moves the whole
+/// output by as much, which with the output's own bf16 rounding breaks the
+/// 4e-3 bar (docs/performance.md, 2026-12-05).
+enum class PEncoding { Bf16TwoParts, Fp8TwoParts };
 /// How V reaches the PV MFMAs: straight from the KV tile; or, for mxfp4,
 /// whose block scales run along the output columns, not along the rows PV
 /// sums over: decoded by the workgroup into a bf16 half tile in LDS
-/// (DecodedHalfTiles), or read from the tile by transposed nibble loads and
-/// converted at scale 1 in registers, V's block scales multiplying P per
-/// 32-column block instead (ScaledP: each wave converts only its own
-/// columns, so it pays off when a row group's waves split them).
-enum class PVPath { FromTile, DecodedHalfTiles, ScaledP };
+/// (DecodedHalfTiles). (Moving V's block scales onto P instead, per
+/// 32-column block, costs each block P's two parts: more VALU than the
+/// shared decode, docs/performance.md.)
+enum class PVPath { FromTile, DecodedHalfTiles };
 
 struct FormatStrategy {
   QKPath qk;
@@ -158,9 +161,6 @@ public:
   int64_t ldsBytes() const;
 
 private:
-  /// mxfp4: whether PV can take V from the tile with its scales on P.
-  bool scaledPFits() const;
-
   PartialKernelShape s;
 };
 

@@ -232,10 +232,16 @@ public:
   int64_t partialScoreBytes() const {
     return scoreParts() * kRows * partialScoreStride() * 4;
   }
-  int64_t pBytes() const {
+  /// P in the operand type, in two parts (p ≈ hi + lo) where that is bf16:
+  /// one bf16 part keeps 8 significant bits, too few where one cache row
+  /// dominates the output (mla/Target/PartialKernelPlan.h, PEncoding); f16
+  /// (fp8 caches) keeps 11, enough.
+  int64_t pParts() const { return s.format == CacheFormat::FP8 ? 1 : 2; }
+  int64_t pPartBytes() const {
     return outputOnWarpgroups() ? kRows * s.kvTile * 2
                                 : kRows * pRowStride() * 2;
   }
+  int64_t pBytes() const { return pParts() * pPartBytes(); }
   int64_t factorBytes() const { return kRows * 4; }
   /// Every buffer starts 16-byte aligned, swizzled stages 1024-byte
   /// aligned (mla-workgroup-memory-to-dynamic lays them out in this order).

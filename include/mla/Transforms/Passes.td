@@ -412,8 +412,7 @@ def MLAGPUToEmuPass : Pass<"mla-gpu-to-emu", "mlir::ModuleOp"> {
     (arguments: the kernel's, its workgroup buffers, an i64 context), which
     one lane runs as a fiber. Thread/block ids and barriers become calls into
     the emu runtime; `amdgpu.mfma` (16x16x128 fp8, 16x16x32 bf16),
-    `amdgpu.scaled_mfma`, `gpu.shuffle xor`, `rocdl.update.dpp` (row
-    broadcasts, `row_newbcast`), `rocdl.readfirstlane`,
+    `amdgpu.scaled_mfma`, `gpu.shuffle xor`, `rocdl.readfirstlane`,
     `amdgpu.gather_to_lds` and the load counter of
     `amdgpu.memory_counter_wait` become wave rendezvous calls
     that do what the instruction does (an LDS DMA lands only when a wait

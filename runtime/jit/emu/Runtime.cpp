@@ -53,7 +53,6 @@ enum class WaveOp {
   None,
   Mfma,
   Shuffle,
-  RowBroadcast,
   Readfirstlane,
   Gather,
   Wait,
@@ -69,8 +68,6 @@ const char *waveOpName(WaveOp op) {
     return "amdgpu.mfma";
   case WaveOp::Shuffle:
     return "gpu.shuffle";
-  case WaveOp::RowBroadcast:
-    return "rocdl.update.dpp";
   case WaveOp::Readfirstlane:
     return "rocdl.readfirstlane";
   case WaveOp::Gather:
@@ -478,20 +475,6 @@ static float mla_emu_shuffle_xor(int64_t ctx, float value, int32_t offset) {
       s.results[i] = s.values[(i ^ s.offsets[i]) % kWaveLanes];
   });
   return slot.results[l];
-}
-
-/// DPP row_newbcast, all 16 at once: `out` gets the values of the 16
-/// lanes of the lane's row (what row_newbcast:0..15 would give it).
-static void mla_emu_row_values(int64_t ctx, float value, int64_t out) {
-  Lane &lane = laneOf(ctx);
-  int l = lane.id % kWaveLanes;
-  WaveSlot &slot = lane.wg->waves[lane.id / kWaveLanes];
-  slot.values[l] = value;
-  // A snapshot: lanes that go on to the next wave op overwrite `values`.
-  rendezvous(lane, WaveOp::RowBroadcast,
-             [](WaveSlot &s) { s.results = s.values; });
-  std::memcpy(reinterpret_cast<float *>(out), &slot.results[l & ~15],
-              16 * sizeof(float));
 }
 
 /// The first lane's value, for every lane (the whole wave is active).
@@ -992,7 +975,6 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
       {"mla_emu_block_id", reinterpret_cast<void *>(&mla_emu_block_id)},
       {"mla_emu_barrier", reinterpret_cast<void *>(&mla_emu_barrier)},
       {"mla_emu_shuffle_xor", reinterpret_cast<void *>(&mla_emu_shuffle_xor)},
-      {"mla_emu_row_values", reinterpret_cast<void *>(&mla_emu_row_values)},
       {"mla_emu_readfirstlane",
        reinterpret_cast<void *>(&mla_emu_readfirstlane)},
       {"mla_emu_mma_sync_16x8x16",
