@@ -169,23 +169,37 @@ struct MLASelectConfigPass
         // Nothing fits: the forced or smallest tile, for the verifier's
         // diagnostic.
         tile = chosenTile;
+      } else if (tile == 0 && isGpu) {
+        // gfx950: the largest tile whose stages fit the LDS (128 rows where
+        // a tile's fixed costs bound the loop).
+        auto planFor = [&](int64_t candidate) {
+          return PartialKernelPlan(PartialKernelShape{
+              format, heads, op.getQKHeadDim(), vDim, candidate, stages,
+              headsPerWg, waves, rowGroupWavesFor(candidate), waveRows});
+        };
+        auto fits = [&](int64_t candidate) {
+          return planFor(candidate).ldsBytes() <=
+                 info->arch->ldsBytesPerWorkgroup;
+        };
+        auto largestFitting = [&] {
+          int64_t t = kDefaultTile;
+          if (prefersLongTiles(planFor(kLongTile)) && fits(kLongTile))
+            t = kLongTile;
+          while (t > 16 && !fits(t))
+            t /= 2;
+          return t;
+        };
+        tile = largestFitting();
+        // A forced split of the row group needs 16 tile rows a wave: where
+        // 32-row groups leave too short a tile for it (their score and P
+        // buffers are twice as large), 16-row groups keep the longer tile.
+        if (rowsPerWave == 0 && waveRows == 32 &&
+            wavesPerRowGroup * 16 > tile) {
+          waveRows = 16;
+          tile = largestFitting();
+        }
       } else if (tile == 0) {
         tile = kDefaultTile;
-        if (isGpu) {
-          auto planFor = [&](int64_t candidate) {
-            return PartialKernelPlan(PartialKernelShape{
-                format, heads, op.getQKHeadDim(), vDim, candidate, stages,
-                headsPerWg, waves, rowGroupWavesFor(candidate), waveRows});
-          };
-          auto fits = [&](int64_t candidate) {
-            return planFor(candidate).ldsBytes() <=
-                   info->arch->ldsBytesPerWorkgroup;
-          };
-          if (prefersLongTiles(planFor(kLongTile)) && fits(kLongTile))
-            tile = kLongTile;
-          while (tile > 16 && !fits(tile))
-            tile /= 2;
-        }
       }
       int64_t rowGroupWaves = rowGroupWavesFor(tile);
       SplitPolicy policy =

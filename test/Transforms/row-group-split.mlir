@@ -5,6 +5,7 @@
 // RUN: mla-opt %s --split-input-file --mla-select-config | FileCheck %s --check-prefix=AUTO
 // RUN: not mla-opt %s --split-input-file --mla-select-config="waves-per-row-group=4" --mla-split-kv --mla-to-gpu 2>&1 | FileCheck %s --check-prefix=FORCED
 // RUN: not mla-opt %s --split-input-file --mla-select-config="kv-tile=32 waves-per-row-group=4" --mla-split-kv --mla-to-gpu 2>&1 | FileCheck %s --check-prefix=FORCED32
+// RUN: mla-opt %s --split-input-file --mla-select-config="waves-per-row-group=4" | FileCheck %s --check-prefix=FORCED4
 // rows_per_wave = 32 where the heads are fewer: errors on the op; H = 32
 // and 64 build.
 // RUN: not mla-opt %s --split-input-file --mla-select-config="rows-per-wave=32" --mla-split-kv --mla-to-gpu 2>&1 | FileCheck %s --check-prefix=ROWS32
@@ -37,9 +38,11 @@ func.func @dv32(%q: tensor<?x16x128xbf16>, %kv: tensor<?x128xf8E4M3FN>, %s: tens
 // AUTO: kv_tile = 64, {{.*}} waves_per_row_group = 4>
 // AUTO-LABEL: func @bf16_h32
 // AUTO: kv_tile = 32, {{.*}} waves_per_row_group = 2, rows_per_wave = 32>
+// A forced 4-way split keeps 64-row tiles with 16-row groups (32-row
+// groups would halve the tile below 16 rows a wave).
+// FORCED4-LABEL: func @bf16_h32
+// FORCED4: kv_tile = 64, {{.*}} waves_per_row_group = 4>
 // FORCED32: error: 'mla.partial_decode' op waves_per_row_group = 4 needs kv_tile = 32 and Dv = 512 to split into multiples of 16 rows and columns
-// FORCED: error: 'mla.partial_decode' op waves_per_row_group = 4 needs kv_tile = 32 and Dv = 512 to split into multiples of 16 rows and columns
-// FORCED-NOT: error
 func.func @bf16_h16(%q: tensor<?x16x576xbf16>, %kv: tensor<?x576xbf16>,
                     %qo: tensor<?xi32>, %kvp: tensor<?xi32>) -> tensor<?x16x512xbf16> {
   %o = mla.decode q(%q : tensor<?x16x576xbf16>) kv(%kv : tensor<?x576xbf16>)
