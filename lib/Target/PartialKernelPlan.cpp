@@ -44,7 +44,7 @@ int64_t PartialKernelPlan::scalePieces() const {
 std::vector<LdsBuffer> PartialKernelPlan::ldsBuffers() const {
   const PEncoding p = strategy().p;
   const int64_t pBytes = p == PEncoding::Bf16TwoParts ? 2 : 1;
-  const int64_t pParts = 2;
+  const int64_t pParts = 2; // every PEncoding splits P in two
   std::vector<LdsBuffer> buffers = {
       {"kv_tiles",
        {s.pipelineStages, s.kvTile, rowElements()},

@@ -72,8 +72,8 @@ Value PartialKernel::emitTilePV(OpBuilder &b, Value stage, Value acc, int64_t f,
 /// mxfp4 PV: V's block scales run along the 512 columns, not along the tile
 /// rows PV sums over, so they cannot go in the MFMA's scale slot. Each half
 /// of the tile (32 rows) is decoded by the workgroup into bf16 in LDS —
-/// exact: E2M1 · 2^(e - 127) fits bf16 — and multiplied with P (bf16) by
-/// bf16 MFMAs. Cost per 64-row tile at Dv = 512: 128 decoded values per
+/// exact: E2M1 · 2^(e - 127) fits bf16 — and multiplied with P's two bf16
+/// parts by bf16 MFMAs. Cost per 64-row tile at Dv = 512: 128 decoded values per
 /// thread, two extra barriers, 32 KiB of LDS.
 Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
   KernelBuilder k{b, loc};

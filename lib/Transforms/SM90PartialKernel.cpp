@@ -537,11 +537,12 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
     Value p = math::Exp2Op::create(
         b, loc, arith::SubFOp::create(b, loc, scores[j], shift));
     tileSum = k.fadd(tileSum, p);
-    for (SmallVector<Value> &part : probabilities) {
+    for (auto [i, part] : llvm::enumerate(probabilities)) {
       Value rounded = arith::TruncFOp::create(b, loc, operandType(b), p);
       part.push_back(rounded);
-      p = arith::SubFOp::create(
-          b, loc, p, arith::ExtFOp::create(b, loc, b.getF32Type(), rounded));
+      if (i + 1 < probabilities.size()) // what the next part keeps
+        p = arith::SubFOp::create(
+            b, loc, p, arith::ExtFOp::create(b, loc, b.getF32Type(), rounded));
     }
   }
   // The thread's consecutive columns of P in one store (within a core
