@@ -68,11 +68,9 @@ def draw_case(rng):
         args += ['--emu-schedule-seed', str(rng.randint(1, 99))]
     if backend == 'gfx950' and rng.random() < 0.2:
         args += ['--waves-per-row-group', str(rng.choice([1, 2, 4]))]
-    # 32 rows a wave: fp8 or bf16, H a multiple of 32, two or more waves a
-    # group.
+    # 32 rows a wave: H a multiple of 32, two or more waves a group.
     value = lambda flag: args[args.index(flag) + 1] if flag in args else None
-    if (backend == 'gfx950' and value('--format') in ('fp8', 'bf16')
-            and int(value('--heads')) % 32 == 0
+    if (backend == 'gfx950' and int(value('--heads')) % 32 == 0
             and value('--waves-per-row-group') != '1'
             and rng.random() < 0.3):
         args += ['--rows-per-wave', str(rng.choice([16, 32]))]

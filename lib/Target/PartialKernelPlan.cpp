@@ -105,13 +105,9 @@ PartialKernelPlan::unsupported(int64_t ldsLimit) const {
            " must be a multiple of rows_per_wave = " + str(rowsPerWave()) +
            " dividing H = " + str(s.numHeads);
   // Two fragments a wave: its accumulator is 32 rows x Dv / W columns.
-  if (fragments() > 1 && (isMXFP4() || split < 2))
-    return "rows_per_wave = 32 is built for fp8 and bf16 caches with "
-           "waves_per_row_group >= 2 (format " +
-           std::string(isBF16()    ? "bf16"
-                       : isMXFP4() ? "mxfp4"
-                                   : "fp8") +
-           ", waves_per_row_group = " + str(split) + ")";
+  if (fragments() > 1 && split < 2)
+    return "rows_per_wave = 32 needs waves_per_row_group >= 2 (given " +
+           str(split) + ")";
   if (isMXFP4() && (s.kvTile % 64 != 0 || s.qkDim % 32 != 0))
     return std::string(
         "the mxfp4 kernel needs kv_tile a multiple of 64 and Dqk a "

@@ -252,13 +252,15 @@ private:
   mlir::Value chunkColumn(mlir::OpBuilder &b, int64_t c);
 
   // PartialKernelPV.cpp
-  /// Fragment f's acc + P·V on its accumulator's column chunk c.
-  mlir::Value emitPV(mlir::OpBuilder &b, mlir::Value stage, mlir::Value acc,
-                     int64_t f, int64_t c);
+  /// Fragment f's acc + P·V on its accumulator's column chunk c, V read
+  /// from the KV tile (fp8, bf16).
   mlir::Value emitTilePV(mlir::OpBuilder &b, mlir::Value stage, mlir::Value acc,
                          int64_t f, int64_t c);
-  mlir::Value emitDecodedPV(mlir::OpBuilder &b, mlir::Value stage,
-                            mlir::Value acc);
+  /// Every accumulator (fragment-major, a column chunk each) + P·V, V
+  /// decoded into bf16 half tiles once for all of them (mxfp4).
+  llvm::SmallVector<mlir::Value>
+  emitDecodedPV(mlir::OpBuilder &b, mlir::Value stage,
+                llvm::ArrayRef<mlir::Value> accs);
   /// Fragment f's per-row factors in LDS broadcast over an accumulator
   /// chunk.
   mlir::Value readRowFactors(mlir::OpBuilder &b, int64_t f);

@@ -494,12 +494,20 @@ SmallVector<Value> PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   // are the same loads.
   int64_t chunks = plan.accChunks();
   next.acc.resize(running.acc.size());
-  for (int64_t c = 0; c < chunks; ++c)
-    for (int64_t f = 0; f < plan.fragments(); ++f) {
-      Value scaled = arith::MulFOp::create(b, loc, running.acc[f * chunks + c],
-                                           readRowFactors(b, f));
-      next.acc[f * chunks + c] = emitPV(b, stage, scaled, f, c);
-    }
+  auto rescaled = [&](int64_t f, int64_t c) -> Value {
+    return arith::MulFOp::create(b, loc, running.acc[f * chunks + c],
+                                 readRowFactors(b, f));
+  };
+  if (strategy.pv == PVPath::DecodedHalfTiles) {
+    for (int64_t f = 0; f < plan.fragments(); ++f)
+      for (int64_t c = 0; c < chunks; ++c)
+        next.acc[f * chunks + c] = rescaled(f, c);
+    next.acc = emitDecodedPV(b, stage, next.acc);
+  } else {
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t f = 0; f < plan.fragments(); ++f)
+        next.acc[f * chunks + c] = emitTilePV(b, stage, rescaled(f, c), f, c);
+  }
   // The next iteration's DMA overwrites the stage other waves still read
   // for PV (fp8, bf16). mxfp4's decoded PV reads the stage
   // only while decoding V, before barriers of its own, and the score, P

@@ -25,14 +25,6 @@ constexpr int64_t kVHalfRows = PartialKernelPlan::kVHalfRows;
 
 } // namespace
 
-Value PartialKernel::emitPV(OpBuilder &b, Value stage, Value acc, int64_t f,
-                            int64_t c) {
-  // mxfp4's decoded path serves one fragment a wave (rows_per_wave 16).
-  if (strategy.pv == PVPath::DecodedHalfTiles)
-    return emitDecodedPV(b, stage, acc);
-  return emitTilePV(b, stage, acc, f, c);
-}
-
 Value PartialKernel::emitTilePV(OpBuilder &b, Value stage, Value acc, int64_t f,
                                 int64_t c) {
   Type elem = elemType(b);
@@ -75,7 +67,9 @@ Value PartialKernel::emitTilePV(OpBuilder &b, Value stage, Value acc, int64_t f,
 /// exact: E2M1 · 2^(e - 127) fits bf16 — and multiplied with P's two bf16
 /// parts by bf16 MFMAs. Cost per 64-row tile at Dv = 512: 128 decoded values per
 /// thread, two extra barriers, 32 KiB of LDS.
-Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
+SmallVector<Value> PartialKernel::emitDecodedPV(OpBuilder &b, Value stage,
+                                                ArrayRef<Value> accs) {
+  SmallVector<Value> acc(accs);
   KernelBuilder k{b, loc};
   Value tid = rows.tid;
   Type i32 = b.getI32Type(), bf16 = b.getBF16Type();
@@ -115,7 +109,7 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
     }
   };
   auto pHalfType = VectorType::get({kRowsPerWave, kVHalfRows}, bf16);
-  auto vHalfType = VectorType::get({kVHalfRows, plan.vColumnsPerWave()}, bf16);
+  auto vHalfType = VectorType::get({kVHalfRows, plan.accChunkColumns()}, bf16);
   Value padBf16 = arith::ConstantOp::create(b, loc, b.getFloatAttr(bf16, 0.0));
   for (int64_t half = 0; half < kTileRows / kVHalfRows; ++half) {
     if (half > 0) // the previous half's MFMAs are done with the buffer
@@ -152,20 +146,28 @@ Value PartialKernel::emitDecodedPV(OpBuilder &b, Value stage, Value acc) {
                                      amdgpu::sched_barrier_opt_enum::none);
     }
     gpu::BarrierOp::create(b, loc);
-    // P's two bf16 parts (PEncoding), one MFMA chain on each V fragment.
-    auto readP = [&](Value part) {
+    // P's two bf16 parts (PEncoding), one MFMA chain on each V fragment;
+    // a column chunk's V fragments feed every fragment of rows.
+    auto readP = [&](int64_t f, Value part) {
       return vector::TransferReadOp::create(
           b, loc, pHalfType, lds.p,
-          ValueRange{rows.rowGroup, part, c0, k.idx(half * kVHalfRows)},
+          ValueRange{rows.rowGroup, part, k.idx(kRowsPerWave * f),
+                     k.idx(half * kVHalfRows)},
           padBf16, ArrayRef<bool>{true, true});
     };
-    Value pHi = readP(c0);
-    Value vTile = vector::TransferReadOp::create(
-        b, loc, vHalfType, lds.decodedV, ValueRange{c0, rows.vColBase},
-        padBf16, ArrayRef<bool>{true, true});
-    acc = vector::ContractionOp::create(b, loc, pHi, vTile, acc, pvMaps, iters);
-    acc = vector::ContractionOp::create(b, loc, readP(c1), vTile, acc, pvMaps,
-                                        iters);
+    int64_t chunks = plan.accChunks();
+    for (int64_t c = 0; c < chunks; ++c) {
+      Value vTile = vector::TransferReadOp::create(
+          b, loc, vHalfType, lds.decodedV, ValueRange{c0, chunkColumn(b, c)},
+          padBf16, ArrayRef<bool>{true, true});
+      for (int64_t f = 0; f < plan.fragments(); ++f) {
+        Value &a = acc[f * chunks + c];
+        Value pHi = readP(f, c0);
+        a = vector::ContractionOp::create(b, loc, pHi, vTile, a, pvMaps, iters);
+        a = vector::ContractionOp::create(b, loc, readP(f, c1), vTile, a,
+                                          pvMaps, iters);
+      }
+    }
   }
   return acc;
 }

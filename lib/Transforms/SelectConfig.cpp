@@ -65,18 +65,23 @@ int64_t defaultRowGroupWaves(int64_t waves, int64_t headsPerWg,
 
 /// gfx950: 32 query rows a wave where a token has them (H a multiple of 32):
 /// each K and V fragment a wave reads from LDS then feeds two MFMA blocks,
-/// which halves the LDS reads a tile at H = 128 (docs/performance.md). Built
-/// for fp8 and bf16 caches, with at least two waves a row group (`forcedSplit`:
-/// the forced waves_per_row_group, 0 if none); not for pages smaller than a
-/// tile, whose per-lane page lookups push the wave's registers (Q and the
-/// output of 32 rows: 272 of 512) into scratch. (`tile`: the forced or
-/// default tile; a halved one, bf16's at H = 128, is chosen later.)
+/// which halves the LDS reads a tile at H = 128 (docs/performance.md), with
+/// at least two waves a row group (`forcedSplit`: the forced
+/// waves_per_row_group, 0 if none); not for pages smaller than a tile, whose
+/// per-lane page lookups push the wave's registers (Q and the output of 32
+/// rows: 272 of 512) into scratch. mxfp4 only with two waves a group (H >=
+/// 64): its V decode's registers on top spill with four (H = 32: 12 to 20
+/// VGPRs). (`tile`: the forced or default tile; a halved one, bf16's at H =
+/// 128, is chosen later.)
 int64_t defaultRowsPerWave(CacheFormat format, int64_t headsPerWg,
                            int64_t forcedSplit, int64_t pageSize,
                            int64_t tile) {
   bool pagesHoldTiles = pageSize == 0 || pageSize >= tile;
-  return format != CacheFormat::MXFP4 && headsPerWg % 32 == 0 &&
-                 forcedSplit != 1 && pagesHoldTiles
+  bool fitsFormat =
+      format != CacheFormat::MXFP4 ||
+      (headsPerWg >= 64 && (forcedSplit == 0 || forcedSplit == 2));
+  return headsPerWg % 32 == 0 && forcedSplit != 1 && pagesHoldTiles &&
+                 fitsFormat
              ? 32
              : 16;
 }

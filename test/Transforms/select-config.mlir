@@ -11,7 +11,8 @@
 // GFX950: mla.config = #mla.config<kv_tile = 64, heads_per_workgroup = 16, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced, waves_per_row_group = 4>
 // GFX950-SAME: mla.target = #mla.target<name = "gfx950", arch = "gfx950", compute_units = 256, xcds = 8, wave_size = 64, lds_bytes = 163840, vector_registers = 512, hbm_gbps = 8000, matrix_instructions = ["v_mfma_scale_f32_16x16x128_f8f6f4", "v_mfma_f32_16x16x128_f8f6f4", "v_mfma_scale_f32_32x32x64_f8f6f4", "v_mfma_f32_32x32x64_f8f6f4", "v_mfma_f32_16x16x32_bf16", "v_mfma_f32_32x32x16_bf16"]>
 // GFX950-LABEL: func @heads128
-// GFX950: heads_per_workgroup = 128, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced>
+// mxfp4 at H = 128: groups of 32 rows, two waves each.
+// GFX950: heads_per_workgroup = 128, waves_per_workgroup = 4, pipeline_stages = 2, split_policy = balanced, waves_per_row_group = 2, rows_per_wave = 32>
 // H = 48 is no multiple of 32: the largest default group dividing it is 16.
 // GFX950-LABEL: func @heads48
 // GFX950: heads_per_workgroup = 48
