@@ -155,16 +155,21 @@ SmallVector<Value> PartialKernel::emitDecodedPV(OpBuilder &b, Value stage,
                      k.idx(half * kVHalfRows)},
           padBf16, ArrayRef<bool>{true, true});
     };
+    SmallVector<std::pair<Value, Value>> pParts;
+    for (int64_t f = 0; f < plan.fragments(); ++f) {
+      Value pHi = readP(f, c0);
+      pParts.push_back({pHi, readP(f, c1)});
+    }
     int64_t chunks = plan.accChunks();
     for (int64_t c = 0; c < chunks; ++c) {
       Value vTile = vector::TransferReadOp::create(
           b, loc, vHalfType, lds.decodedV, ValueRange{c0, chunkColumn(b, c)},
           padBf16, ArrayRef<bool>{true, true});
-      for (int64_t f = 0; f < plan.fragments(); ++f) {
+      for (auto [f, parts] : llvm::enumerate(pParts)) {
         Value &a = acc[f * chunks + c];
-        Value pHi = readP(f, c0);
-        a = vector::ContractionOp::create(b, loc, pHi, vTile, a, pvMaps, iters);
-        a = vector::ContractionOp::create(b, loc, readP(f, c1), vTile, a,
+        a = vector::ContractionOp::create(b, loc, parts.first, vTile, a, pvMaps,
+                                          iters);
+        a = vector::ContractionOp::create(b, loc, parts.second, vTile, a,
                                           pvMaps, iters);
       }
     }
