@@ -78,8 +78,7 @@ private:
   };
 
   // PartialKernel.cpp
-  llvm::SmallVector<mlir::Type> argTypes(mlir::Builder &b) const;
-  llvm::SmallVector<llvm::StringRef> argNames() const;
+  PartialKernelSignature signature(mlir::Builder &b) const;
   llvm::SmallVector<mlir::Type> ldsTypes(mlir::Builder &b) const;
   void bindArguments(mlir::gpu::GPUFuncOp func);
   /// The unit's work item and row block; returns whether the block has rows.
@@ -292,11 +291,7 @@ private:
   int64_t pageSize; // rows per page; 0: a contiguous cache
 
   // What the stages share while the body is built.
-  struct Arguments {
-    mlir::Value q, kv, kvScale, qoIndptr, kvIndptr, workItems, partialOut,
-        partialLse, itemIndptr, out, lse, workUnits, workgroupUnits;
-    mlir::Value kvIndices, kvLastPageLen; // paged caches
-  } args;
+  PartialKernelArguments args;
   struct LdsBuffers {
     mlir::Value kvTiles, scores, p, rowFactors, tileMaxima, decodedV, tileScales;
   } lds;

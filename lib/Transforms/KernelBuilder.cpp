@@ -1,4 +1,4 @@
-//===- KernelBuilder.cpp - what the gfx950 kernel builders share ----------===//
+//===- KernelBuilder.cpp - what the kernel builders share -----------------===//
 
 #include "KernelBuilder.h"
 
@@ -56,6 +56,69 @@ MemRefType mla::globalType(ArrayRef<int64_t> shape, Type elem) {
   auto space =
       gpu::AddressSpaceAttr::get(elem.getContext(), gpu::AddressSpace::Global);
   return MemRefType::get(shape, elem, MemRefLayoutAttrInterface(), space);
+}
+
+SmallVector<StringRef> PartialKernelSignature::argNames() const {
+  SmallVector<StringRef> names = {arg::kQ, arg::kKV};
+  if (format != CacheFormat::BF16)
+    names.push_back(arg::kKVScale);
+  names.append({arg::kQoIndptr, arg::kKVIndptr, arg::kWorkItems,
+                arg::kPartialOut, arg::kPartialLse, arg::kItemIndptr, arg::kOut,
+                arg::kLse, arg::kWorkUnits, arg::kWorkgroupUnits});
+  if (pageSize > 0)
+    names.append({arg::kKVIndices, arg::kKVLastPageLen});
+  return names;
+}
+
+SmallVector<Type> PartialKernelSignature::argTypes(Builder &b) const {
+  Type bf16 = b.getBF16Type(), f32 = b.getF32Type(), i32 = b.getI32Type();
+  int64_t dyn = ShapedType::kDynamic;
+  bool mx = format == CacheFormat::MXFP4;
+  SmallVector<Type> types = {
+      MemRefType::get({dyn, numHeads, qkDim}, bf16),       // q
+      globalType({dyn, mx ? qkDim / 2 : qkDim}, kvCodes)}; // kv
+  if (mx)
+    types.push_back(globalType({dyn, qkDim / 32}, blockScales)); // kv_scale
+  else if (format == CacheFormat::FP8)
+    types.push_back(MemRefType::get({1}, f32)); // kv_scale
+  types.append(
+      {MemRefType::get({dyn}, i32),    // qo_indptr
+       MemRefType::get({dyn}, i32),    // kv_indptr
+       MemRefType::get({dyn, 4}, i32), // work_items
+       MemRefType::get({dyn, kMaxQueryTokens, numHeads, vDim}, f32), // partials
+       MemRefType::get({dyn, kMaxQueryTokens, numHeads}, f32), // partial_lse
+       MemRefType::get({dyn}, i32),                  // item_indptr
+       MemRefType::get({dyn, numHeads, vDim}, bf16), // out
+       MemRefType::get({dyn, numHeads}, f32),        // lse
+       MemRefType::get({dyn, 3}, i32),               // units
+       MemRefType::get({workgroups + 1}, i32)});     // workgroup_unit_indptr
+  if (pageSize > 0)
+    types.append({MemRefType::get({dyn}, i32),   // kv_indices
+                  MemRefType::get({dyn}, i32)}); // kv_last_page_len
+  return types;
+}
+
+PartialKernelArguments PartialKernelSignature::bind(gpu::GPUFuncOp func) const {
+  SmallVector<StringRef> names = argNames();
+  auto argument = [&](StringRef name) -> Value {
+    auto it = llvm::find(names, name);
+    return it == names.end() ? Value() : func.getArgument(it - names.begin());
+  };
+  return {argument(arg::kQ),
+          argument(arg::kKV),
+          argument(arg::kKVScale),
+          argument(arg::kQoIndptr),
+          argument(arg::kKVIndptr),
+          argument(arg::kWorkItems),
+          argument(arg::kPartialOut),
+          argument(arg::kPartialLse),
+          argument(arg::kItemIndptr),
+          argument(arg::kOut),
+          argument(arg::kLse),
+          argument(arg::kWorkUnits),
+          argument(arg::kWorkgroupUnits),
+          argument(arg::kKVIndices),
+          argument(arg::kKVLastPageLen)};
 }
 
 namespace {

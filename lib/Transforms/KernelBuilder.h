@@ -1,8 +1,9 @@
-//===- KernelBuilder.h - what the gfx950 kernel builders share --*- C++ -*-===//
+//===- KernelBuilder.h - what the kernel builders share ---------*- C++ -*-===//
 //
 // A small arithmetic vocabulary over index and f32 values, the memref types
-// of workgroup and global memory, and the `mla.launch` description the
-// runtime launches a kernel by.
+// of workgroup and global memory, the partial-decode kernels' arguments
+// (one ABI for every target) and the `mla.launch` description the runtime
+// launches a kernel by.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+#include "mla/ABI.h"
 
 #include <string>
 
@@ -77,6 +80,34 @@ struct KernelBuilder {
 
 mlir::MemRefType ldsType(llvm::ArrayRef<int64_t> shape, mlir::Type elem);
 mlir::MemRefType globalType(llvm::ArrayRef<int64_t> shape, mlir::Type elem);
+
+/// The partial-decode kernel's arguments, the same for every target: the
+/// runtime binds them by the names of mla/ABI.h's `arg::`.
+struct PartialKernelArguments {
+  /// kvScale: fp8's per-tensor scale or mxfp4's block scales (bf16: none);
+  /// kvIndices, kvLastPageLen: paged caches only.
+  mlir::Value q, kv, kvScale, qoIndptr, kvIndptr, workItems, partialOut,
+      partialLse, itemIndptr, out, lse, workUnits, workgroupUnits;
+  mlir::Value kvIndices, kvLastPageLen;
+};
+
+/// What the partial-decode kernel's arguments are for a decode's shapes.
+struct PartialKernelSignature {
+  CacheFormat format;
+  int64_t numHeads, qkDim, vDim;
+  /// The persistent grid (workgroup_unit_indptr holds one more entry).
+  int64_t workgroups;
+  /// 0: a contiguous cache.
+  int64_t pageSize;
+  /// What the kernel reads the cache's codes as (bf16, an fp8 type or the
+  /// bytes as i8) and mxfp4's E8M0 scales as (their type or i8).
+  mlir::Type kvCodes, blockScales;
+
+  llvm::SmallVector<llvm::StringRef> argNames() const;
+  llvm::SmallVector<mlir::Type> argTypes(mlir::Builder &b) const;
+  /// The arguments of `func`, a kernel of this signature.
+  PartialKernelArguments bind(mlir::gpu::GPUFuncOp func) const;
+};
 
 /// `mla.launch`: how the runtime launches a kernel of `threads` threads and
 /// binds its arguments by name; `arg_dims` gives each memref argument's

@@ -112,51 +112,22 @@ SmallVector<Type> PartialKernel::ldsTypes(Builder &b) const {
   return types;
 }
 
-SmallVector<StringRef> PartialKernel::argNames() const {
-  SmallVector<StringRef> names = {arg::kQ, arg::kKV};
-  if (!plan.isBF16())
-    names.push_back(arg::kKVScale);
-  names.append({arg::kQoIndptr, arg::kKVIndptr, arg::kWorkItems,
-                arg::kPartialOut, arg::kPartialLse, arg::kItemIndptr,
-                arg::kOut, arg::kLse, arg::kWorkUnits, arg::kWorkgroupUnits});
-  if (pageSize > 0)
-    names.append({arg::kKVIndices, arg::kKVLastPageLen});
-  return names;
-}
-
-SmallVector<Type> PartialKernel::argTypes(Builder &b) const {
-  Type bf16 = b.getBF16Type(), f32 = b.getF32Type(), i32 = b.getI32Type();
-  int64_t dyn = ShapedType::kDynamic;
-  bool mx = plan.isMXFP4();
-  SmallVector<Type> types = {
-      MemRefType::get({dyn, numHeads, qkDim}, bf16),                 // q
-      globalType({dyn, mx ? qkDim / 2 : qkDim}, kvMemType(b))};      // kv
-  if (mx)
-    types.push_back(globalType({dyn, qkDim / 32},
-                               b.getType<Float8E8M0FNUType>())); // kv_scale
-  else if (!plan.isBF16())
-    types.push_back(MemRefType::get({1}, f32));                  // kv_scale
-  types.append({
-      MemRefType::get({dyn}, i32),                                   // qo_indptr
-      MemRefType::get({dyn}, i32),                                   // kv_indptr
-      MemRefType::get({dyn, 4}, i32),                                // work_items
-      MemRefType::get({dyn, kMaxQueryTokens, numHeads, vDim}, f32),  // partials
-      MemRefType::get({dyn, kMaxQueryTokens, numHeads}, f32),
-      MemRefType::get({dyn}, i32),                                   // item_indptr
-      MemRefType::get({dyn, numHeads, vDim}, bf16),                  // out
-      MemRefType::get({dyn, numHeads}, f32),                         // lse
-      MemRefType::get({dyn, 3}, i32),                                // units
-      MemRefType::get({workgroups + 1}, i32)});      // workgroup_unit_indptr
-  if (pageSize > 0)
-    types.append({MemRefType::get({dyn}, i32),    // kv_indices
-                  MemRefType::get({dyn}, i32)});  // kv_last_page_len
-  return types;
+PartialKernelSignature PartialKernel::signature(Builder &b) const {
+  return {plan.shape().format,
+          numHeads,
+          qkDim,
+          vDim,
+          workgroups,
+          pageSize,
+          kvMemType(b),
+          b.getType<Float8E8M0FNUType>()};
 }
 
 gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
   MLIRContext *ctx = op.getContext();
   Builder b(ctx);
-  SmallVector<Type> types = argTypes(b);
+  PartialKernelSignature sig = signature(b);
+  SmallVector<Type> types = sig.argTypes(b);
   auto func = gpu::GPUFuncOp::create(mb, loc, name,
                                      FunctionType::get(ctx, types, {}),
                                      ldsTypes(b), TypeRange{});
@@ -168,8 +139,7 @@ gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
   func->setAttr(
       MLADialect::kLaunchAttrName,
       launchAttr(b, {std::to_string(workgroups), "1", "1"}, kThreads,
-                 plan.ldsBytes(), argNames(),
-                 types,
+                 plan.ldsBytes(), sig.argNames(), types,
                  // How many row blocks of an item are busy, for the planner.
                  {b.getNamedAttr("rows_per_workgroup",
                                  b.getI64IntegerAttr(plan.rowsPerWorkgroup())),
@@ -183,19 +153,8 @@ gpu::GPUFuncOp PartialKernel::build(OpBuilder &mb, StringRef name) {
 }
 
 void PartialKernel::bindArguments(gpu::GPUFuncOp func) {
-  SmallVector<StringRef> names = argNames();
-  auto argument = [&](StringRef name) -> Value {
-    auto it = llvm::find(names, name);
-    return it == names.end() ? Value() : func.getArgument(it - names.begin());
-  };
-  args = {argument(arg::kQ),          argument(arg::kKV),
-          argument(arg::kKVScale),    argument(arg::kQoIndptr),
-          argument(arg::kKVIndptr),   argument(arg::kWorkItems),
-          argument(arg::kPartialOut), argument(arg::kPartialLse),
-          argument(arg::kItemIndptr), argument(arg::kOut),
-          argument(arg::kLse),        argument(arg::kWorkUnits),
-          argument(arg::kWorkgroupUnits), argument(arg::kKVIndices),
-          argument(arg::kKVLastPageLen)};
+  Builder b(func.getContext());
+  args = signature(b).bind(func);
   auto attributions = func.getWorkgroupAttributions();
   unsigned next = 0;
   lds = {};

@@ -71,8 +71,7 @@ public:
   int64_t headsPerBlock() const { return plan.headsPerBlock(); }
 
 private:
-  llvm::SmallVector<llvm::StringRef> argNames() const;
-  llvm::SmallVector<mlir::Type> argTypes(mlir::Builder &b) const;
+  PartialKernelSignature signature(mlir::Builder &b) const;
   void bindArguments(mlir::gpu::GPUFuncOp func);
   void emitBody(mlir::OpBuilder &b);
   void emitUnit(mlir::OpBuilder &b, mlir::Value unit);
@@ -265,11 +264,7 @@ private:
   /// then (mxfp4) the scales of the tiles in flight.
   int64_t numAccumulators = 0;
 
-  struct Arguments {
-    mlir::Value q, kv, kvScale, qoIndptr, kvIndptr, workItems, partialOut,
-        partialLse, itemIndptr, out, lse, workUnits, workgroupUnits;
-    mlir::Value kvIndices, kvLastPageLen;
-  } args;
+  PartialKernelArguments args;
   struct Shared {
     /// tile: the decoded operand tile (mxfp4 only); stageBarriers: the
     /// stages' mbarriers (bulk copies only).

@@ -70,58 +70,20 @@ SM90PartialKernel::SM90PartialKernel(PartialDecodeOp op, int64_t workgroups,
       tile(op.getConfig().getKvTile()), pageSize(op.getPageSize()),
       testHazard(testHazard.str()) {}
 
-SmallVector<StringRef> SM90PartialKernel::argNames() const {
-  SmallVector<StringRef> names = {arg::kQ, arg::kKV};
-  if (format != CacheFormat::BF16)
-    names.push_back(arg::kKVScale);
-  names.append({arg::kQoIndptr, arg::kKVIndptr, arg::kWorkItems,
-                arg::kPartialOut, arg::kPartialLse, arg::kItemIndptr,
-                arg::kOut, arg::kLse, arg::kWorkUnits, arg::kWorkgroupUnits});
-  if (pageSize > 0)
-    names.append({arg::kKVIndices, arg::kKVLastPageLen});
-  return names;
-}
-
-SmallVector<Type> SM90PartialKernel::argTypes(Builder &b) const {
-  Type bf16 = b.getBF16Type(), f32 = b.getF32Type(), i32 = b.getI32Type(),
-       i8 = b.getI8Type();
-  int64_t dyn = ShapedType::kDynamic;
-  // The cache as its bytes (fp8 codes, E2M1 pairs, E8M0 scales): the kernel
-  // decodes them itself.
-  SmallVector<Type> types = {MemRefType::get({dyn, numHeads, qkDim}, bf16)};
-  switch (format) {
-  case CacheFormat::BF16:
-    types.push_back(globalType({dyn, qkDim}, bf16));
-    break;
-  case CacheFormat::FP8:
-    types.append({globalType({dyn, qkDim}, i8), MemRefType::get({1}, f32)});
-    break;
-  case CacheFormat::MXFP4:
-    types.append({globalType({dyn, qkDim / 2}, i8),
-                  globalType({dyn, qkDim / 32}, i8)});
-    break;
-  }
-  types.append({
-      MemRefType::get({dyn}, i32),                                  // qo_indptr
-      MemRefType::get({dyn}, i32),                                  // kv_indptr
-      MemRefType::get({dyn, 4}, i32),                               // work_items
-      MemRefType::get({dyn, kMaxQueryTokens, numHeads, vDim}, f32), // partials
-      MemRefType::get({dyn, kMaxQueryTokens, numHeads}, f32),
-      MemRefType::get({dyn}, i32),                                  // item_indptr
-      MemRefType::get({dyn, numHeads, vDim}, bf16),                 // out
-      MemRefType::get({dyn, numHeads}, f32),                        // lse
-      MemRefType::get({dyn, 3}, i32),                               // units
-      MemRefType::get({workgroups + 1}, i32)}); // workgroup_unit_indptr
-  if (pageSize > 0)
-    types.append({MemRefType::get({dyn}, i32),   // kv_indices
-                  MemRefType::get({dyn}, i32)}); // kv_last_page_len
-  return types;
+// The cache as its bytes (fp8 codes, E2M1 pairs, E8M0 scales): the kernel
+// decodes them itself.
+PartialKernelSignature SM90PartialKernel::signature(Builder &b) const {
+  Type codes =
+      format == CacheFormat::BF16 ? Type(b.getBF16Type()) : b.getI8Type();
+  return {format,     numHeads, qkDim, vDim,
+          workgroups, pageSize, codes, b.getI8Type()};
 }
 
 gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
   MLIRContext *ctx = op.getContext();
   Builder b(ctx);
-  SmallVector<Type> types = argTypes(b);
+  PartialKernelSignature sig = signature(b);
+  SmallVector<Type> types = sig.argTypes(b);
   Type f32 = b.getF32Type(), operand = operandType(b);
   // Q, the stages (bf16: the operand tiles; else the cache's bytes), the
   // decoded tile (mxfp4), the partial scores, P, the row factors. Swizzled
@@ -172,7 +134,7 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
   func->setAttr(
       MLADialect::kLaunchAttrName,
       launchAttr(b, {std::to_string(workgroups), "1", "1"}, kThreads,
-                 plan.ldsBytes(), argNames(), types,
+                 plan.ldsBytes(), sig.argNames(), types,
                  {b.getNamedAttr("rows_per_workgroup",
                                  b.getI64IntegerAttr(plan.rowsPerWorkgroup())),
                   b.getNamedAttr("heads_per_block",
@@ -185,19 +147,8 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
 }
 
 void SM90PartialKernel::bindArguments(gpu::GPUFuncOp func) {
-  SmallVector<StringRef> names = argNames();
-  auto argument = [&](StringRef name) -> Value {
-    auto it = llvm::find(names, name);
-    return it == names.end() ? Value() : func.getArgument(it - names.begin());
-  };
-  args = {argument(arg::kQ),          argument(arg::kKV),
-          argument(arg::kKVScale),    argument(arg::kQoIndptr),
-          argument(arg::kKVIndptr),   argument(arg::kWorkItems),
-          argument(arg::kPartialOut), argument(arg::kPartialLse),
-          argument(arg::kItemIndptr), argument(arg::kOut),
-          argument(arg::kLse),        argument(arg::kWorkUnits),
-          argument(arg::kWorkgroupUnits), argument(arg::kKVIndices),
-          argument(arg::kKVLastPageLen)};
+  Builder b(func.getContext());
+  args = signature(b).bind(func);
   SmallVector<Value> shared(func.getWorkgroupAttributions());
   if (!plan.decodesTile())
     shared.insert(shared.begin() + 2, Value());
