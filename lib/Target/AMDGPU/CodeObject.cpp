@@ -3,6 +3,7 @@
 #include "mla/Target/AMDGPU/CodeObject.h"
 #include "mla/Target/AMDGPU/LoopProfile.h"
 #include "mla/Target/KnownTargets.h"
+#include "mla/Target/TranslationLevel.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
@@ -13,8 +14,6 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/ScopeExit.h"
-#include "llvm/ADT/SetVector.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/BinaryFormat/MsgPackDocument.h"
@@ -158,22 +157,10 @@ mla::amdgpu::translateToLLVMIR(mlir::gpu::GPUModuleOp module,
   mlir::registerROCDLDialectTranslation(registry);
   ctx->appendDialectRegistry(registry);
 
-  // Ops of an earlier level would fail inside the translation with a
-  // message about the op; say which level is missing instead.
-  llvm::SetVector<llvm::StringRef> unlowered;
-  module.walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation *op) {
-    if (op != module.getOperation() &&
-        !llvm::isa<mlir::LLVM::LLVMDialect, mlir::ROCDL::ROCDLDialect>(
-            op->getDialect()))
-      unlowered.insert(op->getName().getStringRef());
-  });
-  if (!unlowered.empty())
-    return error("gpu.module @" + module.getName() +
-                 " is not at the ROCDL level (it holds " +
-                 llvm::join(unlowered.getArrayRef().take_front(4), ", ") +
-                 (unlowered.size() > 4 ? ", ..." : "") +
-                 "): finish the lowering with mla-opt "
-                 "--mla-decode-to-gfx950 (stop-at=rocdl, the default)");
+  if (llvm::Error err = checkTranslationLevel(
+          module, {"llvm", "rocdl"}, "ROCDL",
+          "mla-opt --mla-decode-to-gfx950 (stop-at=rocdl, the default)"))
+    return std::move(err);
 
   std::string chip = getChip(module);
   std::unique_ptr<llvm::Module> llvmModule =

@@ -2,6 +2,7 @@
 
 #include "mla/Target/NVPTX/PTX.h"
 #include "mla/Target/KnownTargets.h"
+#include "mla/Target/TranslationLevel.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -12,8 +13,6 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
-#include "llvm/ADT/SetVector.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/TargetSelect.h"
@@ -103,20 +102,10 @@ mla::nvptx::translateToLLVMIR(mlir::gpu::GPUModuleOp module,
   mlir::registerNVVMDialectTranslation(registry);
   ctx->appendDialectRegistry(registry);
 
-  llvm::SetVector<llvm::StringRef> unlowered;
-  module.walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation *op) {
-    if (op != module.getOperation() &&
-        !llvm::isa<mlir::LLVM::LLVMDialect, mlir::NVVM::NVVMDialect>(
-            op->getDialect()))
-      unlowered.insert(op->getName().getStringRef());
-  });
-  if (!unlowered.empty())
-    return error("gpu.module @" + module.getName() +
-                 " is not at the NVVM level (it holds " +
-                 llvm::join(unlowered.getArrayRef().take_front(4), ", ") +
-                 (unlowered.size() > 4 ? ", ..." : "") +
-                 "): finish the lowering with mla-opt "
-                 "--mla-decode-to-sm90a (stop-at=nvvm, the default)");
+  if (llvm::Error err = checkTranslationLevel(
+          module, {"llvm", "nvvm"}, "NVVM",
+          "mla-opt --mla-decode-to-sm90a (stop-at=nvvm, the default)"))
+    return std::move(err);
 
   std::string chip = getChip(module);
   std::unique_ptr<llvm::Module> llvmModule =
