@@ -112,6 +112,9 @@ def MLASelectConfigPass : Pass<"mla-select-config"> {
     Option<"splits", "splits", "int64_t", /*default=*/"-1",
            "Work items per sequence (uniform split); -1 = balanced planner">
   ];
+  // It writes #mla.target and #mla.config, also into a module that holds
+  // no mla op yet.
+  let dependentDialects = ["mla::MLADialect"];
 }
 
 def MLASplitKVPass : Pass<"mla-split-kv"> {
