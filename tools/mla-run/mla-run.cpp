@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <tuple>
@@ -744,6 +745,9 @@ static std::optional<std::string> flagConflict(bool split, bool emu) {
            "kernels in memory";
   if (smScale < 0.0)
     return "--sm-scale must be positive";
+  // A NaN or infinite Q would only compare NaN with NaN.
+  if (!std::isfinite(qScale))
+    return "--q-scale must be a finite number";
   return std::nullopt;
 }
 
