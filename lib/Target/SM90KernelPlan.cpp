@@ -16,12 +16,16 @@ SM90KernelPlan::unsupported(int64_t ldsLimit) const {
   else if (s.warps != kWarps)
     why << "the sm_90a kernel runs " << kWarps
         << " warps per block (waves_per_workgroup = " << s.warps << ")";
-  else if (s.stages < 2 || s.stages > kMaxStages || s.warpsPerRowGroup != 1 ||
-           s.rowsPerWave != kRows)
+  else if (s.stages < 2 || s.stages > kMaxStages)
     why << "the sm_90a kernel needs 2.." << kMaxStages
-        << " pipeline stages and no row-group split (pipeline_stages = "
-        << s.stages << ", waves_per_row_group = " << s.warpsPerRowGroup
-        << ", rows_per_wave = " << s.rowsPerWave << ")";
+        << " pipeline stages (pipeline_stages = " << s.stages << ")";
+  else if (s.warpsPerRowGroup != 1)
+    why << "the sm_90a kernel does not split a row group between warps "
+           "(waves_per_row_group = "
+        << s.warpsPerRowGroup << ")";
+  else if (s.rowsPerWave != kRows)
+    why << "the sm_90a kernel's blocks serve " << kRows
+        << " rows (rows_per_wave = " << s.rowsPerWave << ")";
   else if (s.kvTile != 16 && s.kvTile != 32 && s.kvTile != 64)
     why << "the sm_90a kernel needs kv_tile 16, 32 or 64 (kv_tile = "
         << s.kvTile << ")";
