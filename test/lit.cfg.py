@@ -1,5 +1,6 @@
 # lit configuration of the mla tests.
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -17,6 +18,13 @@ config.substitutions.append(("%mla_src_root", config.mla_src_root))
 # The sweeps run one combination in three under ASan (split_matrix.py).
 config.substitutions.append(
     ("%{sweep-stride}", "3" if "asan" in config.available_features else "1"))
+
+# A CUDA toolkit's ptxas, where one is installed (not on CI's machine): the
+# sm_90a kernels' registers and spills by the kernel report.
+ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+if os.access(ptxas, os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%{ptxas}", ptxas))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -12,6 +12,7 @@
 #include "mla/Runtime/Artifact.h"
 #include "mla/Support/Version.h"
 #include "mla/Target/AMDGPU/CodeObject.h"
+#include "mla/Target/NVPTX/KernelReport.h"
 #include "mla/Target/NVPTX/PTX.h"
 
 #include "mlir/AsmParser/AsmParser.h"
@@ -58,6 +59,38 @@ bool isTarArchive(llvm::StringRef bytes) {
 
 /// A code object is an ELF file.
 bool isELF(llvm::StringRef bytes) { return bytes.starts_with("\177ELF"); }
+
+/// PTX text declares its version and target on lines of their own.
+bool isPTX(llvm::StringRef bytes) {
+  auto hasLine = [&](llvm::StringRef directive) {
+    return bytes.starts_with(directive) ||
+           bytes.contains(("\n" + directive).str());
+  };
+  return hasLine(".version ") && hasLine(".target ");
+}
+
+/// The dynamic shared memory each of the artifact's kernels is launched with.
+std::map<std::string, int64_t> dynamicShared(const mla::Artifact &artifact) {
+  std::map<std::string, int64_t> bytes;
+  for (const mla::ArtifactKernel &kernel : artifact.kernels)
+    bytes[kernel.name] = kernel.dynamicLdsBytes;
+  return bytes;
+}
+
+/// The same from the kernels' mla.launch in an NVVM-level module.
+std::map<std::string, int64_t> dynamicShared(gpu::GPUModuleOp module) {
+  std::map<std::string, int64_t> bytes;
+  module.walk([&](Operation *op) {
+    auto launch =
+        op->getAttrOfType<DictionaryAttr>(mla::MLADialect::kLaunchAttrName);
+    auto name = op->getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName());
+    if (!launch || !name)
+      return;
+    if (auto dynamic = launch.getAs<IntegerAttr>("dynamic_lds_bytes"))
+      bytes[name.str()] = dynamic.getInt();
+  });
+  return bytes;
+}
 
 /// What the artifact says of its partial kernel's loop: the config's
 /// kv_tile and the launch's row grouping (none if the config does not
@@ -148,6 +181,18 @@ FailureOr<std::string> codeObjectOf(Operation *op) {
   if (!hsaco)
     return report(gpuModule, hsaco.takeError());
   return std::move(*hsaco);
+}
+
+/// The PTX of an NVVM-level gpu.module.
+FailureOr<std::string> ptxOf(gpu::GPUModuleOp gpuModule) {
+  llvm::LLVMContext context;
+  auto llvmModule = mla::nvptx::translateToLLVMIR(gpuModule, context);
+  if (!llvmModule)
+    return report(gpuModule, llvmModule.takeError());
+  auto ptx = mla::nvptx::emitPTX(**llvmModule);
+  if (!ptx)
+    return report(gpuModule, ptx.takeError());
+  return std::move(*ptx);
 }
 
 /// Compiles each gpu.module and hands its LLVM module to `emit`.
@@ -249,9 +294,12 @@ int main(int argc, char **argv) {
 
   TranslateRegistration kernelReport(
       "kernel-report",
-      "Read an HSA code object (or the one in an .mla artifact, or compile "
-      "a ROCDL-level module to one) and print, per kernel, registers, LDS, "
-      "scratch, occupancy, instruction counts and the main loop's profile",
+      "Print, per kernel, what it uses. An HSA code object (or the one in "
+      "an .mla artifact, or a ROCDL-level module compiled to one): "
+      "registers, LDS, scratch, occupancy, instruction counts and the main "
+      "loop's profile. PTX (or an NVIDIA artifact's, or an NVVM-level "
+      "module's): launch directives, shared memory, instruction counts and, "
+      "where ptxas is found, its registers, spills and blocks per SM",
       [](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
          llvm::raw_ostream &os, MLIRContext *context) -> LogicalResult {
         const llvm::MemoryBuffer *input =
@@ -260,6 +308,13 @@ int main(int argc, char **argv) {
           return emitError(UnknownLoc::get(context))
                  << input->getBufferIdentifier() << ": " << message;
         };
+        auto ptxReport =
+            [&](llvm::StringRef ptx,
+                const std::map<std::string, int64_t> &shared) -> LogicalResult {
+          if (llvm::Error err = mla::nvptx::printKernelReport(ptx, os, shared))
+            return fail(llvm::toString(std::move(err)));
+          return success();
+        };
         llvm::StringRef bytes = input->getBuffer();
         std::string codeObject;
         std::map<std::string, mla::amdgpu::LoopShape> shapes;
@@ -267,23 +322,37 @@ int main(int argc, char **argv) {
           auto artifact = mla::parseArtifact(bytes);
           if (!artifact)
             return fail(artifact.takeError().message());
+          if (!artifact->ptx.empty())
+            return ptxReport(artifact->ptx, dynamicShared(*artifact));
           if (artifact->hsaco.empty())
-            return fail("the artifact holds no code object (built for " +
+            return fail("the artifact holds no code object and no PTX "
+                        "(built for " +
                         artifact->chip + ", or with --no-gfx950)");
           codeObject = std::move(artifact->hsaco);
           bytes = codeObject;
           shapes = loopShapes(*artifact, context);
+        } else if (isPTX(bytes)) {
+          return ptxReport(bytes, {});
         } else if (!isELF(bytes)) {
           // MLIR text or bytecode: `mla-opt --mla-decode-to-gfx950`'s
-          // output, whose decode op gives the loop's exact tile bytes.
+          // output, whose decode op gives the loop's exact tile bytes (or
+          // --mla-decode-to-sm90a's, reported as its PTX).
           DialectRegistry registry;
           registerDialects(registry);
           context->appendDialectRegistry(registry);
           OwningOpRef<ModuleOp> module =
               parseSourceFile<ModuleOp>(*sourceMgr, ParserConfig(context));
           if (!module)
-            return fail("not an ELF file, an .mla artifact or an MLIR "
+            return fail("not an ELF file, PTX, an .mla artifact or an MLIR "
                         "module");
+          auto modules = deviceModules(*module);
+          if (succeeded(modules) && modules->size() == 1 &&
+              mla::nvptx::isNVVMModule(modules->front())) {
+            FailureOr<std::string> ptx = ptxOf(modules->front());
+            if (failed(ptx))
+              return failure();
+            return ptxReport(*ptx, dynamicShared(modules->front()));
+          }
           FailureOr<std::string> hsaco = codeObjectOf(*module);
           if (failed(hsaco))
             return failure();

@@ -47,6 +47,10 @@ struct ArchInfo {
   /// The emu backend runs its kernels: gfx950's with exact MFMA semantics;
   /// sm_90a's, which use generic GPU ops only, as written before NVVM.
   bool emulated;
+  /// 32-bit registers per SM that resident blocks share (NVIDIA; a warp's
+  /// are allocated in granules of 256, 8 a thread): the kernel report's
+  /// blocks per SM by registers. 0 where unused.
+  int64_t registersPerCU = 0;
 };
 
 struct TargetInfo {
