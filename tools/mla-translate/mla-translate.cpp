@@ -345,13 +345,14 @@ int main(int argc, char **argv) {
           if (!module)
             return fail("not an ELF file, PTX, an .mla artifact or an MLIR "
                         "module");
-          auto modules = deviceModules(*module);
-          if (succeeded(modules) && modules->size() == 1 &&
-              mla::nvptx::isNVVMModule(modules->front())) {
-            FailureOr<std::string> ptx = ptxOf(modules->front());
+          SmallVector<gpu::GPUModuleOp> gpuModules;
+          module->walk([&](gpu::GPUModuleOp m) { gpuModules.push_back(m); });
+          if (gpuModules.size() == 1 &&
+              mla::nvptx::isNVVMModule(gpuModules.front())) {
+            FailureOr<std::string> ptx = ptxOf(gpuModules.front());
             if (failed(ptx))
               return failure();
-            return ptxReport(*ptx, dynamicShared(modules->front()));
+            return ptxReport(*ptx, dynamicShared(gpuModules.front()));
           }
           FailureOr<std::string> hsaco = codeObjectOf(*module);
           if (failed(hsaco))
