@@ -147,8 +147,10 @@ def MLASplitKVPass : Pass<"mla-split-kv"> {
     Must run after mla-select-config: expects `mla.config` and `mla.target`
     on every mla.decode.
   }];
+  // scf: a paged cache's positions are summed over its sequences in a loop.
   let dependentDialects = [
-    "mlir::arith::ArithDialect", "mlir::tensor::TensorDialect"
+    "mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect"
   ];
 }
 
