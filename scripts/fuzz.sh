@@ -35,7 +35,7 @@ for fuzzer in "$build"/bin/mla-fuzz-*; do
   cp -n "$src/fuzz/corpus/$name"/* "$corpus"/ 2>/dev/null || true
   extra=()
   asan=detect_leaks=1
-  if [ "$name" = mlir ]; then
+  if [ "$name" = mlir ] || [ "$name" = passes ]; then
     extra+=(-dict="$src/fuzz/mlir.dict")
     # LLVM's allocators poison their free space when the headers are built
     # with ASan, but libMLIR itself is not: its reads of such memory are
