@@ -42,18 +42,14 @@ const MatrixInstruction sm90aMatrix[] = {
     {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, 8, 16,
      "bf16", "bf16", false},
 };
-const ArchInfo sm90a = {"sm_90a",
-                        /*waveSize=*/32,
+const ArchInfo sm90a = {"sm_90a",         /*waveSize=*/32,
                         /*ldsBytesPerCU=*/228 * 1024,
                         /*ldsBytesPerWorkgroup=*/227 * 1024,
                         /*vectorRegistersPerLane=*/255,
                         /*unifiedRegisterFile=*/false,
-                        /*simdsPerCU=*/4,
-                        /*maxWavesPerSIMD=*/16,
-                        sm90aMatrix,
-                        /*hasGPUKernels=*/true,
-                        /*emulated=*/true,
-                        /*registersPerCU=*/64 * 1024};
+                        /*simdsPerCU=*/4, /*maxWavesPerSIMD=*/16,
+                        sm90aMatrix,      /*hasGPUKernels=*/true,
+                        /*emulated=*/true, /*registersPerCU=*/64 * 1024};
 const ArchInfo *const arches[] = {&gfx950, &sm90a, &host};
 
 const TargetInfo targets[] = {

@@ -27,24 +27,24 @@ llvm::Error error(const llvm::Twine &msg) {
 
 /// The instruction kinds the report counts, in its order: each counts the
 /// opcodes that start with its prefix (the first that matches).
-constexpr std::array<std::pair<llvm::StringLiteral, llvm::StringLiteral>, 17>
-    kKinds = {{{"mma.sync", "mma.sync"},
-               {"wgmma", "wgmma.mma_async"},
-               {"ldmatrix", "ldmatrix"},
-               {"cp.async.bulk", "cp.async.bulk"},
-               {"cp.async", "cp.async"},
-               {"mbarrier", "mbarrier"},
-               {"barrier", "bar."},
-               {"barrier", "barrier."},
-               {"ld.global", "ld.global"},
-               {"st.global", "st.global"},
-               {"ld.shared", "ld.shared"},
-               {"st.shared", "st.shared"},
-               {"local", "ld.local"},
-               {"local", "st.local"},
-               {"cvt", "cvt"},
-               {"ex2", "ex2"},
-               {"shfl", "shfl"}}};
+constexpr std::pair<llvm::StringLiteral, llvm::StringLiteral> kKinds[] = {
+    {"mma.sync", "mma.sync"},
+    {"wgmma", "wgmma.mma_async"},
+    {"ldmatrix", "ldmatrix"},
+    {"cp.async.bulk", "cp.async.bulk"},
+    {"cp.async", "cp.async"},
+    {"mbarrier", "mbarrier"},
+    {"barrier", "bar."},
+    {"barrier", "barrier."},
+    {"ld.global", "ld.global"},
+    {"st.global", "st.global"},
+    {"ld.shared", "ld.shared"},
+    {"st.shared", "st.shared"},
+    {"local", "ld.local"},
+    {"local", "st.local"},
+    {"cvt", "cvt"},
+    {"ex2", "ex2"},
+    {"shfl", "shfl"}};
 
 /// One `.entry` of a PTX text.
 struct Entry {
