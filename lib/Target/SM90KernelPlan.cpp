@@ -6,6 +6,21 @@
 
 using namespace mla;
 
+int64_t SM90KernelPlan::adjacentPairStride() const {
+  // Rows 0..7 of an ldmatrix start at 16-byte units p U + e D (pair p,
+  // row e of it): they must cover all 8 units of a 128-byte bank period.
+  int64_t d = s.qkDim / 16;
+  for (int64_t u = 2 * d; u < 2 * d + 8; ++u) {
+    unsigned seen = 0;
+    for (int64_t p = 0; p < 4; ++p)
+      for (int64_t e = 0; e < 2; ++e)
+        seen |= 1u << ((p * u + e * d) % 8);
+    if (seen == 0xff)
+      return 16 * u;
+  }
+  return 0;
+}
+
 std::optional<std::string>
 SM90KernelPlan::unsupported(int64_t ldsLimit) const {
   std::ostringstream why;

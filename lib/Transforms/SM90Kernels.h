@@ -6,7 +6,7 @@
 // ones of GFX950Kernels.h. Its layout is the SM90KernelPlan's
 // (mla/Target/SM90KernelPlan.h): a block of 8 warps serves 16 (token,
 // head) rows; KV tiles stream into shared-memory stages by cp.async, fp8's
-// by cp.async.bulk a row a copy on a stage's mbarrier (SM90TileDecode.cpp),
+// by cp.async.bulk two rows a copy on a stage's mbarrier (SM90TileDecode.cpp),
 // then
 //
 //   QK       mma.sync, each warp a group of tile rows over its share of
@@ -72,6 +72,8 @@ public:
 
 private:
   PartialKernelSignature signature(mlir::Builder &b) const;
+  /// The pipeline stages' shared-memory type (per format and layout).
+  mlir::MemRefType stageType(mlir::Builder &b) const;
   void bindArguments(mlir::gpu::GPUFuncOp func);
   void emitBody(mlir::OpBuilder &b);
   void emitUnit(mlir::OpBuilder &b, mlir::Value unit);
@@ -133,9 +135,11 @@ private:
                            mlir::Value tileIsReal,
                            llvm::function_ref<mlir::Value(mlir::Value)>
                                cacheRowOf);
-  /// Bulk copies: the tile at `tileStart` into stage `stage`, a row a
-  /// copy by each warp's first bulkRowsPerWarp lanes, its bytes expected
-  /// on the stage's mbarrier by thread 0 (nothing past the item's end).
+  /// Bulk copies: the tile at `tileStart` into stage `stage`, a pair of
+  /// rows by each of a warp's first bulkRowsPerWarp / 2 lanes (one copy
+  /// where the rows are adjacent in the cache, SM90KernelPlan::bulkPairs),
+  /// its bytes expected on the stage's mbarrier by thread 0 (nothing past
+  /// the item's end).
   void emitBulkTileCopies(mlir::OpBuilder &b, mlir::Value tileStart,
                           mlir::Value stage);
   /// Bulk copies: stage `stage`'s mbarrier, as a shared-memory pointer.
@@ -223,8 +227,18 @@ private:
   llvm::SmallVector<mlir::Value> loadFp8KWords(mlir::OpBuilder &b,
                                                mlir::Value row0, mlir::Value d,
                                                int64_t blocks);
+  /// fp8: the stage's indices of tile row `row`'s byte `byte` (its rows
+  /// lie in pairs, SM90KernelPlan::stagePairBytes; 16-bit elements).
+  llvm::SmallVector<mlir::Value>
+  fp8StageIndices(mlir::OpBuilder &b, mlir::Value row, mlir::Value byte);
+  /// fp8: `tiles` 8 x 8 matrices of the stage's byte pairs by ldmatrix
+  /// (optionally transposed), each as a lane's 32-bit word.
+  llvm::SmallVector<mlir::Value> loadStageWords(mlir::OpBuilder &b,
+                                                mlir::ValueRange indices,
+                                                int64_t tiles, bool transpose);
   /// fp8: the B fragments of tile rows [row0, row0 + 16) (k) x output
-  /// group `group`'s four n-blocks, from the stage's bytes.
+  /// group `group`'s four n-blocks, from the stage's bytes by one
+  /// transposed ldmatrix.
   llvm::SmallVector<std::array<mlir::Value, 2>>
   loadFp8VFragments(mlir::OpBuilder &b, mlir::Value row0, mlir::Value group);
   /// The thread's output in vectors of consecutive columns from `col`:

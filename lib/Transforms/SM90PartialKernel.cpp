@@ -70,6 +70,24 @@ SM90PartialKernel::SM90PartialKernel(PartialDecodeOp op, int64_t workgroups,
       tile(op.getConfig().getKvTile()), pageSize(op.getPageSize()),
       testHazard(testHazard.str()) {}
 
+MemRefType SM90PartialKernel::stageType(Builder &b) const {
+  // Swizzled: [stage][slab][row][stored chunk][value].
+  if (plan.swizzledStages())
+    return ldsType({plan.stages(), plan.slabs(), tile,
+                    SM90KernelPlan::kSwizzleBytes / 16, 8},
+                   operandType(b));
+  switch (format) {
+  case CacheFormat::BF16:
+    return ldsType({plan.stages(), tile, plan.rowStride()}, operandType(b));
+  case CacheFormat::FP8: // [stage][row pair][byte pair]: ldmatrix's 16 bits
+    return ldsType({plan.stages(), tile / 2, plan.stagePairBytes() / 2},
+                   b.getI16Type());
+  case CacheFormat::MXFP4:
+    break;
+  }
+  return ldsType({plan.stages(), tile, plan.stageRowBytes()}, b.getI8Type());
+}
+
 // The cache as its bytes (fp8 codes, E2M1 pairs, E8M0 scales): the kernel
 // decodes them itself.
 PartialKernelSignature SM90PartialKernel::signature(Builder &b) const {
@@ -86,19 +104,10 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
   SmallVector<Type> types = sig.argTypes(b);
   Type f32 = b.getF32Type(), operand = operandType(b);
   // Q, the stages (bf16: the operand tiles; else the cache's bytes), the
-  // decoded tile (mxfp4), the partial scores, P, the row factors. Swizzled
-  // stages are [stage][slab][row][stored chunk][value]; wgmma's P core
-  // matrices [row group][column group][row][value].
+  // decoded tile (mxfp4), the partial scores, P, the row factors. wgmma's P
+  // is core matrices [row group][column group][row][value].
   constexpr int64_t core = SM90KernelPlan::kCoreRows;
-  bool bf16 = format == CacheFormat::BF16;
-  MemRefType stages =
-      plan.swizzledStages()
-          ? ldsType({plan.stages(), plan.slabs(), tile,
-                     SM90KernelPlan::kSwizzleBytes / 16, 8},
-                    operand)
-          : ldsType({plan.stages(), tile,
-                     bf16 ? plan.rowStride() : plan.stageRowBytes()},
-                    bf16 ? operand : b.getI8Type());
+  MemRefType stages = stageType(b);
   MemRefType p =
       plan.outputOnWarpgroups()
           ? ldsType({plan.pParts(), kRows / core, core, tile / 8, 8}, operand)

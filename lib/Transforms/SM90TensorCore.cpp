@@ -198,21 +198,36 @@ SmallVector<Value> SM90PartialKernel::loadFp8KWords(OpBuilder &b, Value row0,
                                                     Value d, int64_t blocks) {
   KernelBuilder k{b, loc};
   // Lanes 8 i + r name row r of n-block i % blocks (x2: lanes 16..31 are
-  // ignored).
+  // ignored); the stage holds byte pairs (column d / 2).
   Value row = k.add(row0, k.add(k.mul(k.rem(thread.matrix, k.idx(blocks)),
                                       k.idx(8)),
                                 thread.matrixRow));
-  auto type = VectorType::get({blocks, 4}, b.getI8Type());
-  Value m = nvgpu::LdMatrixOp::create(b, loc, type, smem.stages,
-                                      ValueRange{computeStage, row, d},
-                                      /*transpose=*/false, blocks);
+  return loadStageWords(b, fp8StageIndices(b, row, d), blocks,
+                        /*transpose=*/false);
+}
+
+SmallVector<Value> SM90PartialKernel::fp8StageIndices(OpBuilder &b, Value row,
+                                                      Value byte) {
+  KernelBuilder k{b, loc};
+  Value c2 = k.idx(2);
+  Value inPair = k.mul(k.rem(row, c2), k.idx(plan.stagePairRowOffset()));
+  return {computeStage, k.div(row, c2), k.div(k.add(inPair, byte), c2)};
+}
+
+SmallVector<Value> SM90PartialKernel::loadStageWords(OpBuilder &b,
+                                                     ValueRange indices,
+                                                     int64_t tiles,
+                                                     bool transpose) {
+  auto type = VectorType::get({tiles, 2}, b.getI16Type());
+  Value m = nvgpu::LdMatrixOp::create(b, loc, type, smem.stages, indices,
+                                      transpose, tiles);
   SmallVector<Value> words;
-  for (int64_t n = 0; n < blocks; ++n)
+  for (int64_t i = 0; i < tiles; ++i)
     words.push_back(vector::ExtractOp::create(
         b, loc,
         vector::BitCastOp::create(
             b, loc, VectorType::get({1}, b.getI32Type()),
-            vector::ExtractOp::create(b, loc, m, ArrayRef<int64_t>{n})),
+            vector::ExtractOp::create(b, loc, m, ArrayRef<int64_t>{i})),
         ArrayRef<int64_t>{0}));
   return words;
 }
@@ -220,34 +235,25 @@ SmallVector<Value> SM90PartialKernel::loadFp8KWords(OpBuilder &b, Value row0,
 SmallVector<std::array<Value, 2>>
 SM90PartialKernel::loadFp8VFragments(OpBuilder &b, Value row0, Value group) {
   KernelBuilder k{b, loc};
-  // Lane 4 g + t reads the 4 bytes at column 32 group + 4 g of rows 2 t,
-  // 2 t + 1, 2 t + 8, 2 t + 9 (B's k order) ...
-  Value t2 = k.mul(thread.pair, k.idx(2));
+  // One ldmatrix.x4.trans of the stage's byte pairs: matrix i is rows
+  // row0 + 8 (i % 2) .. + 7 at bytes 32 group + 16 (i / 2) .. + 15, and
+  // lane 4 g + t receives, transposed, the pairs (bytes 2 g, 2 g + 1) of
+  // its rows 2 t and 2 t + 1: V[2t][2g], V[2t][2g+1], V[2t+1][2g],
+  // V[2t+1][2g+1] (byte 0 first).
   Value col = k.add(k.mul(group, k.idx(SM90KernelPlan::kGroupColumns)),
-                    k.mul(thread.group, k.idx(4)));
-  auto i32x1 = VectorType::get({1}, b.getI32Type());
-  SmallVector<Value> rows;
-  for (int64_t offset : {0, 1, 8, 9}) {
-    Value row = k.add(row0, k.add(t2, k.idx(offset)));
-    Value bytes = vector::LoadOp::create(
-        b, loc, VectorType::get({4}, b.getI8Type()), smem.stages,
-        ValueRange{computeStage, row, col}, /*nontemporal=*/false,
-        llvm::Align(4));
-    rows.push_back(vector::ExtractOp::create(
-        b, loc, vector::BitCastOp::create(b, loc, i32x1, bytes),
-        ArrayRef<int64_t>{0}));
-  }
-  // ... and transposes them by prmt: byte j of each row into word j, the
-  // column 4 g + j of n-block j.
-  Value lo01 = permute(b, loc, rows[0], rows[1], k.i32(0x5140));
-  Value hi01 = permute(b, loc, rows[0], rows[1], k.i32(0x7362));
-  Value lo23 = permute(b, loc, rows[2], rows[3], k.i32(0x5140));
-  Value hi23 = permute(b, loc, rows[2], rows[3], k.i32(0x7362));
+                    k.mul(k.div(thread.matrix, k.idx(2)), k.idx(16)));
+  SmallVector<Value> m =
+      loadStageWords(b, fp8StageIndices(b, k.add(row0, thread.stepRow), col), 4,
+                     /*transpose=*/true);
+  // prmt takes the even or odd column's bytes of rows 2 t, 2 t + 1 (matrix
+  // 0 or 2) and 2 t + 8, 2 t + 9 (matrix 1 or 3): B's k order. Block j of
+  // the group holds its columns 16 (j / 2) + 2 n + j % 2.
   SmallVector<std::array<Value, 2>> frags;
-  for (auto [x, y] : {std::pair(lo01, lo23), std::pair(hi01, hi23)})
-    for (int64_t selector : {0x5410, 0x7632})
-      frags.push_back(fp8WordToF16(b, loc, permute(b, loc, x, y,
-                                                   k.i32(selector))));
+  for (int64_t half = 0; half < 2; ++half)
+    for (int64_t selector : {0x6420, 0x7531})
+      frags.push_back(fp8WordToF16(
+          b, loc,
+          permute(b, loc, m[2 * half], m[2 * half + 1], k.i32(selector))));
   return frags;
 }
 
@@ -257,19 +263,19 @@ SM90PartialKernel::outputVectors(OpBuilder &b) {
   Value t2 = k.mul(thread.pair, k.idx(2));
   SmallVector<OutputVector> vectors;
   if (format == CacheFormat::FP8) {
-    // Block j of a group holds its columns 4 n + j: the element e of the
-    // thread's pairs in the group's four blocks are columns 4 (2 t + e) ..
-    // + 3.
+    // Block j of a group holds its columns 16 (j / 2) + 2 n + j % 2: the
+    // thread's pairs (n = 2 t, 2 t + 1) in blocks 2 h and 2 h + 1 are
+    // columns 16 h + 4 t .. + 3.
+    Value t4 = k.mul(thread.pair, k.idx(4));
     for (int64_t gi = 0; gi < plan.outputGroupsPerWarp(); ++gi) {
       Value group = k.add(thread.warp, k.idx(kWarps * gi));
       Value inDv = k.lessThan(group, k.idx(plan.outputGroups()));
       Value first = k.mul(group, k.idx(SM90KernelPlan::kGroupColumns));
-      for (int64_t e = 0; e < 2; ++e) {
-        OutputVector v{k.add(first, k.mul(k.add(t2, k.idx(e)), k.idx(4))),
-                       inDv,
-                       {}};
-        for (int64_t j = 0; j < 4; ++j)
-          v.accumulators.push_back(4 * (4 * gi + j) + e);
+      for (int64_t h = 0; h < 2; ++h) {
+        OutputVector v{k.add(first, k.add(k.idx(16 * h), t4)), inDv, {}};
+        for (int64_t e = 0; e < 2; ++e)
+          for (int64_t j = 2 * h; j < 2 * h + 2; ++j)
+            v.accumulators.push_back(4 * (4 * gi + j) + e);
         vectors.push_back(v);
       }
     }

@@ -2,10 +2,10 @@
 //
 // A tile's cache rows reach a shared-memory stage by cp.async (16 bytes a
 // copy, pipeline_stages - 1 tiles ahead; bf16's in wgmma's 128-byte
-// swizzle), fp8's by cp.async.bulk (a row a copy, completing on the
-// stage's mbarrier: SM90KernelPlan::bulkCopies). Every cache format enters
-// the operand tile exactly: a bf16 stage is the operand tile, an fp8 e4m3
-// code (without its per-tensor scale) becomes f16 by the hardware's
+// swizzle), fp8's by cp.async.bulk (two adjacent rows a copy, completing
+// on the stage's mbarrier: SM90KernelPlan::bulkCopies). Every cache format
+// enters the operand tile exactly: a bf16 stage is the operand tile, an fp8
+// e4m3 code (without its per-tensor scale) becomes f16 by the hardware's
 // cvt.rn.f16x2.e4m3x2 (the fp8 kernel's operands are f16), an E2M1 value
 // times its E8M0 block scale is a bf16 number, looked up by prmt and
 // scaled by bf16x2 multiplies (sm_90a has no fp4 conversion). Tile rows
@@ -334,7 +334,7 @@ void SM90PartialKernel::emitStageBarrierInit(OpBuilder &b, bool invalidate) {
 void SM90PartialKernel::emitBulkTileCopies(OpBuilder &b, Value tileStart,
                                            Value stage) {
   KernelBuilder k{b, loc};
-  int64_t rowBytes = plan.bulkRowBytes(), perWarp = plan.bulkRowsPerWarp();
+  int64_t rowBytes = plan.bulkRowBytes(), pairs = plan.bulkRowsPerWarp() / 2;
   ifThen(b, loc, k.lessThan(tileStart, item.end), [&] {
     Value barrier = stageBarrier(b, stage);
     // The phase completes when thread 0 has arrived and the tile's bytes
@@ -346,21 +346,53 @@ void SM90PartialKernel::emitBulkTileCopies(OpBuilder &b, Value tileStart,
           NVVM::MemScopeKind::CTA, /*relaxed=*/false, /*predicate=*/Value());
     });
     Value lane = k.rem(thread.tid, k.idx(32));
-    ifThen(b, loc, k.lessThan(lane, k.idx(perWarp)), [&] {
-      Value r = k.add(k.mul(thread.warp, k.idx(perWarp)), lane);
-      // A last, partial tile repeats the item's last position.
-      Value row = cacheRow(b, k.minS(k.add(tileStart, r), item.lastPos));
-      Value stageRow = k.add(k.mul(stage, k.idx(tile)), r);
-      NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(
-          b, loc,
-          bytePointer(b, loc, smem.stages,
-                      k.mul(stageRow, k.idx(plan.stageRowBytes())),
-                      kSharedClusterSpace),
-          bytePointer(b, loc, args.kv, k.mul(row, k.idx(rowBytes)),
-                      kGlobalSpace),
-          barrier, k.i32(rowBytes), /*multicastMask=*/Value(),
-          arith::ConstantOp::create(
-              b, loc, b.getI64IntegerAttr(SM90KernelPlan::kStreamingL2Policy)));
+    ifThen(b, loc, k.lessThan(lane, k.idx(pairs)), [&] {
+      Value pair = k.add(k.mul(thread.warp, k.idx(pairs)), lane);
+      Value first = k.add(tileStart, k.mul(pair, k.idx(2)));
+      Value stagePair = k.add(k.mul(stage, k.idx(tile / 2)), pair);
+      Value pairStart = k.mul(stagePair, k.idx(plan.stagePairBytes()));
+      auto copy = [&](Value stageOffset, Value pos, int64_t rows) {
+        // A last, partial tile repeats the item's last position.
+        Value row = cacheRow(b, k.minS(pos, item.lastPos));
+        NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(
+            b, loc,
+            bytePointer(b, loc, smem.stages, stageOffset, kSharedClusterSpace),
+            bytePointer(b, loc, args.kv, k.mul(row, k.idx(rowBytes)),
+                        kGlobalSpace),
+            barrier, k.i32(rows * rowBytes), /*multicastMask=*/Value(),
+            arith::ConstantOp::create(
+                b, loc,
+                b.getI64IntegerAttr(SM90KernelPlan::kStreamingL2Policy)));
+      };
+      auto twoCopies = [&] {
+        copy(pairStart, first, 1);
+        copy(k.add(pairStart, k.idx(plan.stagePairRowOffset())),
+             k.add(first, c1), 1);
+      };
+      if (!plan.bulkPairs() || pageSize == 1) {
+        twoCopies();
+        return;
+      }
+      // One copy where both rows are the item's and lie in one page.
+      Value whole = k.lessThan(first, item.lastPos);
+      if (pageSize > 0)
+        whole = arith::AndIOp::create(
+            b, loc, whole,
+            k.lessThan(k.rem(first, k.idx(pageSize)), k.idx(pageSize - 1)));
+      scf::IfOp::create(
+          b, loc, whole,
+          [&](OpBuilder &tb, Location) {
+            OpBuilder::InsertionGuard g(b);
+            b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+            copy(pairStart, first, 2);
+            scf::YieldOp::create(b, loc);
+          },
+          [&](OpBuilder &eb, Location) {
+            OpBuilder::InsertionGuard g(b);
+            b.setInsertionPoint(eb.getInsertionBlock(), eb.getInsertionPoint());
+            twoCopies();
+            scf::YieldOp::create(b, loc);
+          });
     });
   });
 }

@@ -73,10 +73,29 @@ public:
   /// go before the work list, Q and the partials the same step still needs
   /// (H200: fp8 geomean 46.4 -> 45.8 us; evict_last gained nothing).
   static constexpr int64_t kStreamingL2Policy = 0x12F0000000000000;
-  /// Bytes of a tile row a bulk copy moves (the cache row: e4m3 codes).
+  /// Bytes of a tile row (the cache row: e4m3 codes).
   int64_t bulkRowBytes() const { return s.qkDim; }
-  /// Tile rows each warp copies in bulk (its first lanes, one each).
+  /// Tile rows each warp copies in bulk: its first lanes, a pair of rows
+  /// each (one copy where the pair lies contiguous in the stage and in the
+  /// cache, else one a row).
   int64_t bulkRowsPerWarp() const { return s.kvTile / kWarps; }
+  /// fp8 stages hold tile rows in pairs: row r at byte (r / 2)
+  /// stagePairBytes() + (r % 2) stagePairRowOffset(). Where some pair stride
+  /// puts the 8 rows of an ldmatrix in 8 different 16-byte bank groups with
+  /// the pair's rows adjacent (Dqk / 16 odd, or 4 mod 8: Dqk = 576 gives
+  /// 1168), a pair is one bulk copy; else the rows are padded to an odd
+  /// number of 16-byte units, each its own copy.
+  int64_t stagePairRowOffset() const {
+    return adjacentPairStride() ? s.qkDim : paddedFp8RowBytes();
+  }
+  int64_t stagePairBytes() const {
+    if (int64_t stride = adjacentPairStride())
+      return stride;
+    return 2 * paddedFp8RowBytes();
+  }
+  /// Whether a pair of tile rows can be one bulk copy (adjacent in the
+  /// stage; the kernel checks that the cache rows are).
+  bool bulkPairs() const { return adjacentPairStride() != 0; }
   /// The stages' mbarriers (bulk copies): 8 bytes each.
   int64_t barrierBytes() const { return bulkCopies() ? 8 * s.stages : 0; }
   /// Shared memory the CUDA driver keeps per resident block.
@@ -156,8 +175,8 @@ public:
   }
   /// PV: Dv in n-blocks of 8, dealt to the warps round robin; fp8 deals
   /// groups of 32 columns, each four n-blocks (block j of a group holds
-  /// its columns 4 n + j: a lane's 32-bit read of a V row covers all four;
-  /// the op's Dv is a multiple of 32).
+  /// its columns 16 (j / 2) + 2 n + j % 2: one transposed ldmatrix of the
+  /// stage's byte pairs covers all four; the op's Dv is a multiple of 32).
   int64_t outputBlocks() const { return s.vDim / 8; }
   static constexpr int64_t kGroupColumns = 32;
   int64_t outputGroups() const { return s.vDim / kGroupColumns; }
@@ -182,18 +201,14 @@ public:
   bool decodesTile() const { return s.format == CacheFormat::MXFP4; }
   /// A stage's row: the cache row's bytes (E2M1 pairs for mxfp4, whose
   /// E8M0 scales travel in registers: cp.async moves 4, 8 or 16 bytes),
-  /// padded like the operand tile for bf16 (unless swizzled); fp8 rows to
-  /// 4 mod 8 words, so that an ldmatrix's 8 rows and PV's 32-bit reads of
-  /// rows 2t, 2t + 1, 2t + 8, 2t + 9 (t = lane % 4) fall in different
-  /// banks.
+  /// padded like the operand tile for bf16 (unless swizzled); fp8's rows
+  /// lie in pairs (stagePairBytes: half of it here).
   int64_t stageRowBytes() const {
     switch (s.format) {
     case CacheFormat::BF16:
       return swizzledStages() ? 2 * s.qkDim : rowStride() * 2;
-    case CacheFormat::FP8: {
-      int64_t words = s.qkDim / 4;
-      return 4 * (words + (4 - words % 8 + 8) % 8);
-    }
+    case CacheFormat::FP8:
+      return stagePairBytes() / 2;
     case CacheFormat::MXFP4:
       return s.qkDim / 2;
     }
@@ -277,6 +292,13 @@ public:
   }
 
 private:
+  /// A pair stride (bytes) for rows adjacent within a pair, or 0 if none.
+  int64_t adjacentPairStride() const;
+  /// An fp8 row padded to an odd number of 16-byte units.
+  int64_t paddedFp8RowBytes() const {
+    int64_t units = s.qkDim / 16;
+    return 16 * (units % 2 ? units : units + 1);
+  }
   SM90KernelShape s;
 };
 

@@ -1,0 +1,56 @@
+// The sm_90a plan's fp8 stage layout: rows in pairs, each ldmatrix's 8
+// consecutive rows in 8 different 16-byte bank groups, a pair one bulk copy
+// wherever some pair stride allows it.
+#include "mla/Target/SM90KernelPlan.h"
+
+#include <gtest/gtest.h>
+
+using namespace mla;
+
+namespace {
+SM90KernelPlan fp8Plan(int64_t qkDim, int64_t kvTile = 64) {
+  return SM90KernelPlan(SM90KernelShape{CacheFormat::FP8, 16, qkDim, qkDim,
+                                        kvTile, 16, SM90KernelPlan::kWarps, 2,
+                                        1});
+}
+
+int64_t rowOffset(const SM90KernelPlan &plan, int64_t row) {
+  return row / 2 * plan.stagePairBytes() + row % 2 * plan.stagePairRowOffset();
+}
+} // namespace
+
+TEST(SM90KernelPlan, Fp8StageRowsAreConflictFreeForLdmatrix) {
+  for (int64_t qkDim = 32; qkDim <= 1024; qkDim += 16) {
+    SM90KernelPlan plan = fp8Plan(qkDim);
+    EXPECT_GE(plan.stagePairRowOffset(), qkDim) << qkDim;
+    EXPECT_GE(plan.stagePairBytes(), plan.stagePairRowOffset() + qkDim);
+    EXPECT_EQ(plan.stagePairBytes() % 16, 0) << qkDim;
+    EXPECT_EQ(plan.stagePairRowOffset() % 16, 0) << qkDim;
+    EXPECT_EQ(plan.stageBytes(), 32 * plan.stagePairBytes()) << qkDim;
+    // Any 8 consecutive rows from a multiple of 8 (an ldmatrix's).
+    for (int64_t first = 0; first < 64; first += 8) {
+      unsigned groups = 0;
+      for (int64_t r = first; r < first + 8; ++r)
+        groups |= 1u << (rowOffset(plan, r) % 128 / 16);
+      EXPECT_EQ(groups, 0xffu) << "Dqk " << qkDim << " rows " << first;
+    }
+  }
+}
+
+TEST(SM90KernelPlan, Fp8PairsAreOneCopyWhereAStrideAllowsIt) {
+  // Dqk / 16 = 36 (4 mod 8): adjacent rows, pairs 73 units apart.
+  EXPECT_TRUE(fp8Plan(576).bulkPairs());
+  EXPECT_EQ(fp8Plan(576).stagePairRowOffset(), 576);
+  EXPECT_EQ(fp8Plan(576).stagePairBytes(), 1168);
+  EXPECT_TRUE(fp8Plan(192).bulkPairs());
+  EXPECT_TRUE(fp8Plan(64).bulkPairs());
+  EXPECT_TRUE(fp8Plan(48).bulkPairs()); // 3 units: odd
+  // 10 units (2 mod 8) and 8 (0 mod 8): no stride works; rows padded to
+  // an odd number of units, a copy each.
+  for (int64_t qkDim : {160, 128, 512}) {
+    SM90KernelPlan plan = fp8Plan(qkDim);
+    EXPECT_FALSE(plan.bulkPairs()) << qkDim;
+    EXPECT_EQ(plan.stagePairRowOffset() / 16 % 2, 1) << qkDim;
+    EXPECT_EQ(plan.stagePairBytes(), 2 * plan.stagePairRowOffset());
+  }
+}
