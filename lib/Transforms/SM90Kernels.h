@@ -142,6 +142,15 @@ private:
   /// the item's end).
   void emitBulkTileCopies(mlir::OpBuilder &b, mlir::Value tileStart,
                           mlir::Value stage);
+  /// Bulk copies: tile rows 2 pair, 2 pair + 1 of the tile at `tileStart`
+  /// into stage `stage`, one copy where they are adjacent in the cache.
+  void emitRowPairCopies(mlir::OpBuilder &b, mlir::Value tileStart,
+                         mlir::Value stage, mlir::Value barrier,
+                         mlir::Value pair);
+  /// Bulk copies: `rows` cache rows from the item's position `pos` (clamped
+  /// to its last) to byte `stageOffset` of the stages, on `barrier`.
+  void emitBulkRowCopy(mlir::OpBuilder &b, mlir::Value stageOffset,
+                       mlir::Value pos, int64_t rows, mlir::Value barrier);
   /// Bulk copies: stage `stage`'s mbarrier, as a shared-memory pointer.
   mlir::Value stageBarrier(mlir::OpBuilder &b, mlir::Value stage);
   /// Bulk copies: thread 0 (re)initializes the stages' mbarriers for the

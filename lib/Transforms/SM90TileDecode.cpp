@@ -347,54 +347,62 @@ void SM90PartialKernel::emitBulkTileCopies(OpBuilder &b, Value tileStart,
     });
     Value lane = k.rem(thread.tid, k.idx(32));
     ifThen(b, loc, k.lessThan(lane, k.idx(pairs)), [&] {
-      Value pair = k.add(k.mul(thread.warp, k.idx(pairs)), lane);
-      Value first = k.add(tileStart, k.mul(pair, k.idx(2)));
-      Value stagePair = k.add(k.mul(stage, k.idx(tile / 2)), pair);
-      Value pairStart = k.mul(stagePair, k.idx(plan.stagePairBytes()));
-      auto copy = [&](Value stageOffset, Value pos, int64_t rows) {
-        // A last, partial tile repeats the item's last position.
-        Value row = cacheRow(b, k.minS(pos, item.lastPos));
-        NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(
-            b, loc,
-            bytePointer(b, loc, smem.stages, stageOffset, kSharedClusterSpace),
-            bytePointer(b, loc, args.kv, k.mul(row, k.idx(rowBytes)),
-                        kGlobalSpace),
-            barrier, k.i32(rows * rowBytes), /*multicastMask=*/Value(),
-            arith::ConstantOp::create(
-                b, loc,
-                b.getI64IntegerAttr(SM90KernelPlan::kStreamingL2Policy)));
-      };
-      auto twoCopies = [&] {
-        copy(pairStart, first, 1);
-        copy(k.add(pairStart, k.idx(plan.stagePairRowOffset())),
-             k.add(first, c1), 1);
-      };
-      if (!plan.bulkPairs() || pageSize == 1) {
-        twoCopies();
-        return;
-      }
-      // One copy where both rows are the item's and lie in one page.
-      Value whole = k.lessThan(first, item.lastPos);
-      if (pageSize > 0)
-        whole = arith::AndIOp::create(
-            b, loc, whole,
-            k.lessThan(k.rem(first, k.idx(pageSize)), k.idx(pageSize - 1)));
-      scf::IfOp::create(
-          b, loc, whole,
-          [&](OpBuilder &tb, Location) {
-            OpBuilder::InsertionGuard g(b);
-            b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
-            copy(pairStart, first, 2);
-            scf::YieldOp::create(b, loc);
-          },
-          [&](OpBuilder &eb, Location) {
-            OpBuilder::InsertionGuard g(b);
-            b.setInsertionPoint(eb.getInsertionBlock(), eb.getInsertionPoint());
-            twoCopies();
-            scf::YieldOp::create(b, loc);
-          });
+      emitRowPairCopies(b, tileStart, stage, barrier,
+                        k.add(k.mul(thread.warp, k.idx(pairs)), lane));
     });
   });
+}
+
+void SM90PartialKernel::emitRowPairCopies(OpBuilder &b, Value tileStart,
+                                          Value stage, Value barrier,
+                                          Value pair) {
+  KernelBuilder k{b, loc};
+  Value first = k.add(tileStart, k.mul(pair, k.idx(2)));
+  Value pairStart = k.mul(k.add(k.mul(stage, k.idx(tile / 2)), pair),
+                          k.idx(plan.stagePairBytes()));
+  auto twoCopies = [&] {
+    emitBulkRowCopy(b, pairStart, first, 1, barrier);
+    emitBulkRowCopy(b, k.add(pairStart, k.idx(plan.stagePairRowOffset())),
+                    k.add(first, c1), 1, barrier);
+  };
+  if (!plan.bulkPairs() || pageSize == 1) {
+    twoCopies();
+    return;
+  }
+  // One copy where both rows are the item's and lie in one page.
+  Value whole = k.lessThan(first, item.lastPos);
+  if (pageSize > 0)
+    whole = arith::AndIOp::create(
+        b, loc, whole,
+        k.lessThan(k.rem(first, k.idx(pageSize)), k.idx(pageSize - 1)));
+  auto branch = [&](llvm::function_ref<void()> body) {
+    return [&, body](OpBuilder &bb, Location) {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(bb.getInsertionBlock(), bb.getInsertionPoint());
+      body();
+      scf::YieldOp::create(b, loc);
+    };
+  };
+  scf::IfOp::create(b, loc, whole, branch([&] {
+                      emitBulkRowCopy(b, pairStart, first, 2, barrier);
+                    }),
+                    branch(twoCopies));
+}
+
+void SM90PartialKernel::emitBulkRowCopy(OpBuilder &b, Value stageOffset,
+                                        Value pos, int64_t rows,
+                                        Value barrier) {
+  KernelBuilder k{b, loc};
+  int64_t rowBytes = plan.bulkRowBytes();
+  // A last, partial tile repeats the item's last position.
+  Value row = cacheRow(b, k.minS(pos, item.lastPos));
+  NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(
+      b, loc,
+      bytePointer(b, loc, smem.stages, stageOffset, kSharedClusterSpace),
+      bytePointer(b, loc, args.kv, k.mul(row, k.idx(rowBytes)), kGlobalSpace),
+      barrier, k.i32(rows * rowBytes), /*multicastMask=*/Value(),
+      arith::ConstantOp::create(
+          b, loc, b.getI64IntegerAttr(SM90KernelPlan::kStreamingL2Policy)));
 }
 
 SM90PartialKernel::TileCopies
