@@ -198,7 +198,7 @@ SmallVector<Value> SM90PartialKernel::loadFp8KWords(OpBuilder &b, Value row0,
                                                     Value d, int64_t blocks) {
   KernelBuilder k{b, loc};
   // Lanes 8 i + r name row r of n-block i % blocks (x2: lanes 16..31 are
-  // ignored); the stage holds byte pairs (column d / 2).
+  // ignored).
   Value row = k.add(row0, k.add(k.mul(k.rem(thread.matrix, k.idx(blocks)),
                                       k.idx(8)),
                                 thread.matrixRow));
@@ -260,7 +260,6 @@ SM90PartialKernel::loadFp8VFragments(OpBuilder &b, Value row0, Value group) {
 SmallVector<SM90PartialKernel::OutputVector>
 SM90PartialKernel::outputVectors(OpBuilder &b) {
   KernelBuilder k{b, loc};
-  Value t2 = k.mul(thread.pair, k.idx(2));
   SmallVector<OutputVector> vectors;
   if (format == CacheFormat::FP8) {
     // Block j of a group holds its columns 16 (j / 2) + 2 n + j % 2: the
@@ -282,6 +281,7 @@ SM90PartialKernel::outputVectors(OpBuilder &b) {
     return vectors;
   }
   // The pair of block j: columns 8 block + 2 t, + 1.
+  Value t2 = k.mul(thread.pair, k.idx(2));
   for (int64_t j = 0; j < plan.outputBlocksPerWarp(); ++j) {
     Value block = k.add(thread.warp, k.idx(kWarps * j));
     vectors.push_back({k.add(k.mul(block, k.idx(8)), t2),
