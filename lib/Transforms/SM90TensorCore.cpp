@@ -295,11 +295,17 @@ SmallVector<Value> SM90PartialKernel::emitScores(OpBuilder &b,
                                                  Value tileStart) {
   KernelBuilder k{b, loc};
   // Position tileStart + c is visible while it is before both the item's
-  // end and the token's causal end.
-  Value end = k.minS(item.end, thread.visibleEnd);
+  // end and the token's causal end. Positions fit 32 bits (the indptrs are
+  // i32): one instruction a compare where 64 bits take three.
+  Type i32 = b.getI32Type();
+  auto to32 = [&](Value v) {
+    return arith::IndexCastOp::create(b, loc, i32, v).getResult();
+  };
+  Value end = to32(k.minS(item.end, thread.visibleEnd));
   // The thread's columns are consecutive: one vector of each part.
   int64_t width = plan.tileRowsPerLane();
   Value first = k.mul(thread.lane, k.idx(width));
+  Value firstPos = to32(k.add(tileStart, first));
   auto type = VectorType::get({width}, b.getF32Type());
   Value sum;
   for (int64_t part = 0; part < plan.scoreParts(); ++part) {
@@ -311,9 +317,10 @@ SmallVector<Value> SM90PartialKernel::emitScores(OpBuilder &b,
   }
   SmallVector<Value> scores;
   for (int64_t j = 0; j < width; ++j) {
-    Value col = k.add(first, k.idx(j));
     Value dot = vector::ExtractOp::create(b, loc, sum, ArrayRef<int64_t>{j});
-    Value visible = k.lessThan(k.add(tileStart, col), end);
+    Value visible = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::slt,
+        arith::AddIOp::create(b, loc, firstPos, k.i32(j)), end);
     scores.push_back(arith::SelectOp::create(
         b, loc, visible, k.fmul(dot, rowScoreScale), negInf));
   }
