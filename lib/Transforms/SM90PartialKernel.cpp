@@ -1,11 +1,12 @@
 //===- SM90PartialKernel.cpp - the sm_90a partial-decode kernel -----------===//
 //
 // See SM90Kernels.h for the layout. Synchronization: every thread copies
-// (mxfp4: and decodes) part of the tile that all warps read, or (bulk
-// copies) waits for the tile's mbarrier phase, so a step's first barrier
-// publishes its tile and frees the stage it refills; the QK partial scores
-// and P move between warps through shared memory, each behind a barrier of
-// its own.
+// (mxfp4: and decodes) part of the tile that all warps read, so a step's
+// first barrier publishes its tile and frees the stage it refills; with
+// bulk copies each thread waits for the tile's mbarrier phase instead, and
+// the partial-score barrier frees the stage. The QK partial scores and P
+// move between warps through shared memory, each behind a barrier of its
+// own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -221,6 +222,10 @@ void SM90PartialKernel::emitUnit(OpBuilder &b, Value unit) {
       emitScaledQLoad(b);
     else
       emitQLoad(b);
+    // Bulk copies: no barrier opens a step (emitLoopStep); this one
+    // publishes Q.
+    if (plan.bulkCopies())
+      gpu::BarrierOp::create(b, loc);
     scf::ForOp loop = emitKVLoop(b, scales);
     // Only empty groups (tiles past the item) can be in flight; none may
     // land in the next unit's stages (bulk copies: none is issued past the
@@ -410,7 +415,7 @@ void SM90PartialKernel::emitScaledQLoad(OpBuilder &b) {
 SmallVector<Value> SM90PartialKernel::emitFirstTiles(OpBuilder &b) {
   KernelBuilder k{b, loc};
   // The first pipeline_stages - 1 tiles in flight; each step issues the
-  // next one (its stage's last reader has passed the step's first barrier).
+  // next one once its stage's last reader has passed a barrier.
   SmallVector<Value> scales;
   for (int64_t s = 0; s + 1 < plan.stages(); ++s) {
     TileCopies copies =
@@ -462,23 +467,34 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   if (plan.bulkCopies())
     computePhase = arith::IndexCastOp::create(
         b, loc, b.getI32Type(), k.rem(k.div(step, stages), k.idx(2)));
-  // This tile has landed (the thread's copies, or all of it); the barrier
-  // publishes it (and Q), and puts the previous step's PV, the last reader
-  // of the stage refilled next, behind every thread.
+  // This tile has landed (the thread's copies, or all of it). cp.async: a
+  // barrier publishes it and puts the previous step's PV, the last reader
+  // of the stage refilled next, behind every thread. Bulk copies: the
+  // mbarrier phase publishes it to each waiting thread, and the next
+  // copies wait for the partial-score barrier, which every thread reaches
+  // after its previous PV: a warp starts its QK while others finish PV.
   emitTileWait(b);
   fenceForWarpgroups(b);
-  gpu::BarrierOp::create(b, loc);
+  if (!plan.bulkCopies())
+    gpu::BarrierOp::create(b, loc);
   int64_t slots = format == CacheFormat::MXFP4 ? plan.copyPasses() : 0;
   if (plan.decodesTile())
     emitTileDecode(b, computeStage, scaleQueue.take_front(slots));
-  // The next tile's copies (into the stage the first barrier freed).
-  TileCopies copies = emitTileCopies(
-      b, k.add(tileStart, k.idx((plan.stages() - 1) * tile)),
-      k.rem(k.add(computeStage, k.idx(plan.stages() - 1)), stages));
+  // The next tile's copies, into the stage a barrier freed.
+  auto nextTileCopies = [&] {
+    return emitTileCopies(
+        b, k.add(tileStart, k.idx((plan.stages() - 1) * tile)),
+        k.rem(k.add(computeStage, k.idx(plan.stages() - 1)), stages));
+  };
+  TileCopies copies;
+  if (!plan.bulkCopies())
+    copies = nextTileCopies();
   if (plan.decodesTile())
     gpu::BarrierOp::create(b, loc);
   emitScoreMma(b);
   gpu::BarrierOp::create(b, loc);
+  if (plan.bulkCopies())
+    copies = nextTileCopies();
   SmallVector<Value> scores = emitScores(b, tileStart);
 
   // Online softmax over the row's tile scores.

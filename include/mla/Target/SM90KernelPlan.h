@@ -59,10 +59,13 @@ public:
   /// Whether a tile's rows arrive by cp.async.bulk, a cache row a copy (a
   /// warp's first lanes issue its share of the rows), each stage's copies
   /// completing on its mbarrier, rather than by 16-byte cp.async, ~10 a
-  /// thread a tile. fp8: a step's copies are one bulk copy in each of a
-  /// warp's first 8 lanes and thread 0's expect, so they go ahead of its
-  /// QK and land sooner (H200: 1.5% off the GPU MODE
-  /// eight's geomean, 3.5% off the largest shapes; docs/performance.md).
+  /// thread a tile. fp8: a step's copies are a bulk copy in each of a
+  /// warp's first 4 lanes and thread 0's expect; each thread waits for the
+  /// stage's mbarrier itself, so no block barrier opens a step and a warp
+  /// starts its QK while others finish the previous PV; the next tile's
+  /// copies follow the partial-score barrier (every warp past the
+  /// previous PV, the stage's last reader): H100, H = 128 and q_len 4 5%
+  /// faster, the GPU MODE eight 0.5% slower (docs/performance.md).
   /// mxfp4 measured 7% slower so (its decode pass reads a thread's own
   /// chunks as they land; a bulk copy makes every thread wait for the
   /// whole tile), and bf16's swizzled stages cannot be written by one.
