@@ -295,8 +295,9 @@ SmallVector<Value> SM90PartialKernel::emitScores(OpBuilder &b,
                                                  Value tileStart) {
   KernelBuilder k{b, loc};
   // Position tileStart + c is visible while it is before both the item's
-  // end and the token's causal end. Positions fit 32 bits (the indptrs are
-  // i32): one instruction a compare where 64 bits take three.
+  // end and the token's causal end. Positions fit 32 bits (the runtime
+  // refuses a sequence past 2^31 - 1, and tiles start at multiples of their
+  // power-of-two size): one instruction a compare where 64 bits take three.
   Type i32 = b.getI32Type();
   auto to32 = [&](Value v) {
     return arith::IndexCastOp::create(b, loc, i32, v).getResult();
