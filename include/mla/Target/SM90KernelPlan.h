@@ -64,7 +64,7 @@ public:
   /// stage's mbarrier itself, so no block barrier opens a step and a warp
   /// starts its QK while others finish the previous PV; the next tile's
   /// copies follow the partial-score barrier (every warp past the
-  /// previous PV, the stage's last reader): H100, H = 128 and q_len 4 5%
+  /// previous PV, the stage's last reader): H100, H = 128 5% and q_len 4 3%
   /// faster, the GPU MODE eight 0.5% slower (docs/performance.md).
   /// mxfp4 measured 7% slower so (its decode pass reads a thread's own
   /// chunks as they land; a bulk copy makes every thread wait for the
