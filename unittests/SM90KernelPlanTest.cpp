@@ -10,8 +10,8 @@ using namespace mla;
 namespace {
 SM90KernelPlan fp8Plan(int64_t qkDim, int64_t kvTile = 64) {
   return SM90KernelPlan(SM90KernelShape{CacheFormat::FP8, 16, qkDim, qkDim,
-                                        kvTile, 16, SM90KernelPlan::kWarps, 2,
-                                        1});
+                                        kvTile, 16,
+                                        SM90KernelPlan::warpsFor(16), 2, 1});
 }
 
 int64_t rowOffset(const SM90KernelPlan &plan, int64_t row) {
@@ -53,4 +53,43 @@ TEST(SM90KernelPlan, Fp8PairsAreOneCopyWhereAStrideAllowsIt) {
     EXPECT_EQ(plan.stagePairRowOffset() / 16 % 2, 1) << qkDim;
     EXPECT_EQ(plan.stagePairBytes(), 2 * plan.stagePairRowOffset());
   }
+}
+
+TEST(SM90KernelPlan, Fp8ThirtyTwoRowBlocksFillAnSMAlone) {
+  // The H200's shared memory a block may use (227 KiB).
+  constexpr int64_t ldsLimit = 232448;
+  auto plan = [](CacheFormat format, int64_t kvTile, int64_t rows,
+                 int64_t warps) {
+    return SM90KernelPlan(
+        SM90KernelShape{format, 128, 576, 512, kvTile, 128, warps, 2, 1, rows});
+  };
+  SM90KernelPlan wide = plan(CacheFormat::FP8, 64, 32, 16);
+  EXPECT_EQ(wide.unsupported(ldsLimit), std::nullopt);
+  EXPECT_EQ(wide.threads(), 512);
+  EXPECT_EQ(wide.warps(), SM90KernelPlan::warpsFor(32));
+  EXPECT_EQ(wide.blocksPerSM(), 1);
+  EXPECT_EQ(SM90KernelPlan::workgroups(132, 32), 132);
+  EXPECT_EQ(SM90KernelPlan::workgroups(132, 16), 264);
+  // Each warp scores 16 tile rows of both fragments; the groups and the
+  // Dqk parts use every warp.
+  EXPECT_EQ(wide.scoreRowsPerWarp(), 16);
+  EXPECT_EQ(wide.scoreGroups() * wide.scoreParts(), wide.warps());
+  EXPECT_EQ(wide.outputGroupsPerWarp(), 1);
+  // Q, partial scores, P and factors for 32 rows; the stages unchanged.
+  SM90KernelPlan narrow = plan(CacheFormat::FP8, 64, 16, 8);
+  EXPECT_EQ(wide.stageBytes(), narrow.stageBytes());
+  EXPECT_EQ(wide.qBytes(), 2 * narrow.qBytes());
+  EXPECT_EQ(wide.ldsBytes(), 153744);
+  EXPECT_LE(wide.smBytes(), ldsLimit + SM90KernelPlan::kReservedSharedPerBlock);
+  EXPECT_EQ(plan(CacheFormat::FP8, 32, 32, 16).unsupported(ldsLimit),
+            std::nullopt);
+  // A warp copies a row pair at least; 16 warps; fp8 only.
+  EXPECT_NE(plan(CacheFormat::FP8, 16, 32, 16).unsupported(ldsLimit),
+            std::nullopt);
+  EXPECT_NE(plan(CacheFormat::FP8, 64, 32, 8).unsupported(ldsLimit),
+            std::nullopt);
+  EXPECT_NE(plan(CacheFormat::BF16, 32, 32, 16).unsupported(ldsLimit),
+            std::nullopt);
+  EXPECT_NE(plan(CacheFormat::MXFP4, 32, 32, 16).unsupported(ldsLimit),
+            std::nullopt);
 }

@@ -28,9 +28,15 @@ SM90KernelPlan::unsupported(int64_t ldsLimit) const {
     why << "the sm_90a kernel serves all " << s.numHeads
         << " heads per row block (heads_per_workgroup = "
         << s.headsPerWorkgroup << ")";
-  else if (s.warps != kWarps)
-    why << "the sm_90a kernel runs " << kWarps
-        << " warps per block (waves_per_workgroup = " << s.warps << ")";
+  else if (s.rowsPerWave != kFragmentRows &&
+           !(s.rowsPerWave == 2 * kFragmentRows &&
+             s.format == CacheFormat::FP8))
+    why << "the sm_90a kernel's blocks serve " << kFragmentRows << " rows, or "
+        << 2 * kFragmentRows
+        << " for fp8 caches (rows_per_wave = " << s.rowsPerWave << ")";
+  else if (s.warps != warps())
+    why << "the sm_90a kernel runs " << warps() << " warps per block of "
+        << rows() << " rows (waves_per_workgroup = " << s.warps << ")";
   else if (s.stages < 2 || s.stages > kMaxStages)
     why << "the sm_90a kernel needs 2.." << kMaxStages
         << " pipeline stages (pipeline_stages = " << s.stages << ")";
@@ -38,17 +44,18 @@ SM90KernelPlan::unsupported(int64_t ldsLimit) const {
     why << "the sm_90a kernel does not split a row group between warps "
            "(waves_per_row_group = "
         << s.warpsPerRowGroup << ")";
-  else if (s.rowsPerWave != kRows)
-    why << "the sm_90a kernel's blocks serve " << kRows
-        << " rows (rows_per_wave = " << s.rowsPerWave << ")";
   else if (s.kvTile != 16 && s.kvTile != 32 && s.kvTile != 64)
     why << "the sm_90a kernel needs kv_tile 16, 32 or 64 (kv_tile = "
+        << s.kvTile << ")";
+  else if (bulkCopies() && bulkRowsPerWarp() < 2)
+    why << "the sm_90a kernel's " << warps()
+        << " warps each copy a pair of tile rows at least (kv_tile = "
         << s.kvTile << ")";
   else if (s.qkDim % 16 != 0 || s.vDim % 8 != 0)
     why << "the sm_90a kernel needs Dqk a multiple of 16 and Dv of 8 (Dqk = "
         << s.qkDim << ", Dv = " << s.vDim << ")";
-  else if (rowChunks() > kThreads)
-    why << "the sm_90a kernel copies a cache row by at most " << kThreads
+  else if (rowChunks() > threads())
+    why << "the sm_90a kernel copies a cache row by at most " << threads()
         << " 16-byte chunks (Dqk = " << s.qkDim << " needs " << rowChunks()
         << ")";
   else if (smBytes() > ldsLimit + kReservedSharedPerBlock)
@@ -57,9 +64,8 @@ SM90KernelPlan::unsupported(int64_t ldsLimit) const {
         << " stages of " << stageBytes() << ", tile " << tileBytes()
         << ", partial scores " << partialScoreBytes() << ", P " << pBytes()
         << ", mbarriers " << barrierBytes() << " at kv_tile = " << s.kvTile
-        << "); " << kBlocksPerSM
-        << " blocks per SM leave a block "
-        << (ldsLimit + kReservedSharedPerBlock) / kBlocksPerSM -
+        << "); " << blocksPerSM() << " blocks per SM leave a block "
+        << (ldsLimit + kReservedSharedPerBlock) / blocksPerSM() -
                kReservedSharedPerBlock;
   std::string text = why.str();
   if (text.empty())

@@ -26,9 +26,7 @@ using namespace mlir;
 using namespace mla;
 
 namespace {
-constexpr int64_t kRows = SM90KernelPlan::kRows;
 constexpr int64_t kLanes = SM90KernelPlan::kLanesPerRow;
-constexpr int64_t kThreads = SM90KernelPlan::kThreads;
 
 
 } // namespace
@@ -111,15 +109,17 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
   MemRefType stages = stageType(b);
   MemRefType p =
       plan.outputOnWarpgroups()
-          ? ldsType({plan.pParts(), kRows / core, core, tile / 8, 8}, operand)
-          : ldsType({plan.pParts(), kRows, plan.pRowStride()}, operand);
-  SmallVector<Type> shared = {ldsType({kRows, plan.rowStride()}, operand),
+          ? ldsType({plan.pParts(), plan.rows() / core, core, tile / 8, 8},
+                    operand)
+          : ldsType({plan.pParts(), plan.rows(), plan.pRowStride()}, operand);
+  SmallVector<Type> shared = {ldsType({plan.rows(), plan.rowStride()}, operand),
                               stages};
   if (plan.decodesTile())
     shared.push_back(ldsType({tile, plan.rowStride()}, operand));
   shared.append(
-      {ldsType({plan.scoreParts(), kRows, plan.partialScoreStride()}, f32), p,
-       ldsType({kRows}, f32)});
+      {ldsType({plan.scoreParts(), plan.rows(), plan.partialScoreStride()},
+               f32),
+       p, ldsType({plan.rows()}, f32)});
   unsigned pIndex = shared.size() - 2;
   if (plan.bulkCopies())
     shared.push_back(ldsType({plan.stages()}, b.getI64Type()));
@@ -127,11 +127,12 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
                                      FunctionType::get(ctx, types, {}),
                                      shared, TypeRange{});
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({kThreads, 1, 1}));
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(plan.threads()), 1, 1}));
   // ptxas keeps the registers within what the persistent grid's blocks per
   // SM leave each thread.
   func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
-                b.getI32IntegerAttr(SM90KernelPlan::kBlocksPerSM));
+                b.getI32IntegerAttr(plan.blocksPerSM()));
   // The tile's rows are stored and Q's read in 16-byte vectors; swizzled
   // stages start on the swizzle's 1024-byte period.
   // wgmma's P on its swizzle's period.
@@ -143,7 +144,7 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
                                           : 16));
   func->setAttr(
       MLADialect::kLaunchAttrName,
-      launchAttr(b, {std::to_string(workgroups), "1", "1"}, kThreads,
+      launchAttr(b, {std::to_string(workgroups), "1", "1"}, plan.threads(),
                  plan.ldsBytes(), sig.argNames(), types,
                  {b.getNamedAttr("rows_per_workgroup",
                                  b.getI64IntegerAttr(plan.rowsPerWorkgroup())),
@@ -279,7 +280,7 @@ Value SM90PartialKernel::emitWorkAssignment(OpBuilder &b, Value unit) {
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, seqItems, c1);
   // Row blocks count the item's q_len·H rows token-major, 16 at a time.
   item.numRows = k.mul(item.qLen, k.idx(numHeads));
-  item.firstRow = k.mul(rowBlock, k.idx(kRows));
+  item.firstRow = k.mul(rowBlock, k.idx(plan.rows()));
   // Threads past the rows repeat the last row (they reach every barrier)
   // and write nothing.
   Value rowIndex = k.add(item.firstRow, thread.row);
@@ -300,7 +301,7 @@ SM90PartialKernel::loadQChunks(OpBuilder &b, Value firstChunk,
   KernelBuilder k{b, loc};
   // Chunk e: 8 columns of row e / (Dqk / 8) of the block; rows past the
   // item repeat its last row. All loads first: they fly together.
-  int64_t rowChunks = qkDim / 8, chunks = kRows * rowChunks;
+  int64_t rowChunks = qkDim / 8, chunks = plan.rows() * rowChunks;
   SmallVector<QChunk> loaded;
   for (int64_t i = 0; i < count; ++i) {
     Value e = k.add(firstChunk, k.idx(stride * i));
@@ -319,9 +320,9 @@ SM90PartialKernel::loadQChunks(OpBuilder &b, Value firstChunk,
 }
 
 void SM90PartialKernel::emitQLoad(OpBuilder &b) {
-  int64_t chunks = kRows * qkDim / 8;
-  for (const QChunk &c : loadQChunks(b, thread.tid, kThreads,
-                                     (chunks + kThreads - 1) / kThreads))
+  int64_t chunks = plan.rows() * qkDim / 8, threads = plan.threads();
+  for (const QChunk &c :
+       loadQChunks(b, thread.tid, threads, (chunks + threads - 1) / threads))
     ifThen(b, loc, c.valid, [&] {
       vector::StoreOp::create(b, loc, c.values, smem.q, ValueRange{c.row, c.col},
                               /*nontemporal=*/false, llvm::Align(16));
@@ -428,7 +429,8 @@ SmallVector<Value> SM90PartialKernel::emitFirstTiles(OpBuilder &b) {
 scf::ForOp SM90PartialKernel::emitKVLoop(OpBuilder &b, ValueRange scales) {
   KernelBuilder k{b, loc};
   SmallVector<Value> init = {negInf, k.f32(0.0)};
-  for (int64_t c = 0; c < 4 * plan.outputBlocksPerWarp(); ++c)
+  for (int64_t c = 0; c < 4 * plan.outputBlocksPerWarp() * plan.rowFragments();
+       ++c)
     init.push_back(k.f32(0.0));
   numAccumulators = init.size() - 2;
   llvm::append_range(init, scales);

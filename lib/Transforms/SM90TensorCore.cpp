@@ -13,6 +13,8 @@
 // all) over its share of Dqk's k-steps; the warps of a group add their
 // partials through shared memory. PV: A = P (16 x kv_tile),
 // B = the tile's first Dv columns: each warp owns Dv n-blocks w, w + 8, ...
+// A 32-row block repeats the A side for its second row fragment (rows 16
+// to 31 of Q and P): every K and V fragment feeds both.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,7 +29,6 @@ using namespace mlir;
 using namespace mla;
 
 namespace {
-constexpr int64_t kWarps = SM90KernelPlan::kWarps;
 /// QK k-steps per loop iteration, at most.
 constexpr int64_t kScoreUnroll = 6;
 
@@ -98,8 +99,12 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
   // n-block, converted where they are used).
   auto loadStep = [&](Value step) {
     Value d = k.mul(step, k.idx(16));
-    SmallVector<Value> operands =
-        loadMatrices(b, smem.q, {qRow, k.add(d, qColumn)}, 4, false);
+    SmallVector<Value> operands;
+    for (int64_t f = 0; f < plan.rowFragments(); ++f)
+      llvm::append_range(operands, loadMatrices(b, smem.q,
+                                                {k.add(qRow, k.idx(16 * f)),
+                                                 k.add(d, qColumn)},
+                                                4, false));
     if (format == CacheFormat::FP8)
       llvm::append_range(operands, loadFp8KWords(b, firstRow, d, blocks));
     else
@@ -112,11 +117,12 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
                          4, false));
     return operands;
   };
-  // The n-blocks' accumulators: one Q fragment per k-step feeds them all.
+  // The n-blocks' accumulators of each row fragment: one Q fragment per
+  // k-step feeds its n-blocks, one K fragment every row fragment.
+  int64_t fragments = plan.rowFragments();
   auto scoreStep = [&](ArrayRef<Value> operands, ArrayRef<Value> acc) {
-    ArrayRef<Value> a = operands.take_front(4);
     SmallVector<Value> kFrags;
-    for (Value v : operands.drop_front(4)) {
+    for (Value v : operands.drop_front(4 * fragments)) {
       if (format != CacheFormat::FP8) {
         kFrags.push_back(v);
         continue;
@@ -125,9 +131,11 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
       kFrags.append(pair.begin(), pair.end());
     }
     SmallVector<Value> next;
-    for (int64_t n = 0; n < blocks; ++n)
-      llvm::append_range(next, mma(b, a, {kFrags[2 * n], kFrags[2 * n + 1]},
-                                   acc.slice(4 * n, 4)));
+    for (int64_t f = 0; f < fragments; ++f)
+      for (int64_t n = 0; n < blocks; ++n)
+        llvm::append_range(next, mma(b, operands.slice(4 * f, 4),
+                                     {kFrags[2 * n], kFrags[2 * n + 1]},
+                                     acc.slice(4 * (f * blocks + n), 4)));
     return next;
   };
   // The warp's k-steps part, part + parts, ...: a loop of `unroll` steps an
@@ -140,7 +148,7 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
   int64_t unroll = kScoreUnroll;
   while (whole % unroll != 0)
     --unroll;
-  SmallVector<Value> zeros(4 * blocks, k.f32(0.0));
+  SmallVector<Value> zeros(4 * blocks * fragments, k.f32(0.0));
   auto loop = scf::ForOp::create(
       b, loc, part, k.add(part, k.idx(whole * parts)),
       k.idx(unroll * parts), zeros,
@@ -181,15 +189,19 @@ void SM90PartialKernel::emitScoreMma(OpBuilder &b) {
   }
   // Each accumulator pair (columns 2 t, 2 t + 1) in one 8-byte store.
   auto f32x2 = VectorType::get({2}, b.getF32Type());
-  for (int64_t n = 0; n < blocks; ++n) {
-    Value col = k.add(k.add(firstRow, k.idx(8 * n)), t2);
-    for (int64_t half = 0; half < 2; ++half) {
-      Value pair = vector::FromElementsOp::create(
-          b, loc, f32x2,
-          ValueRange{acc[4 * n + 2 * half], acc[4 * n + 2 * half + 1]});
-      vector::StoreOp::create(b, loc, pair, smem.partialScores,
-                              ValueRange{part, half ? g8 : g, col},
-                              /*nontemporal=*/false, llvm::Align(8));
+  for (int64_t f = 0; f < fragments; ++f) {
+    for (int64_t n = 0; n < blocks; ++n) {
+      Value col = k.add(k.add(firstRow, k.idx(8 * n)), t2);
+      int64_t first = 4 * (f * blocks + n);
+      for (int64_t half = 0; half < 2; ++half) {
+        Value pair = vector::FromElementsOp::create(
+            b, loc, f32x2,
+            ValueRange{acc[first + 2 * half], acc[first + 2 * half + 1]});
+        Value row = k.add(half ? g8 : g, k.idx(16 * f));
+        vector::StoreOp::create(b, loc, pair, smem.partialScores,
+                                ValueRange{part, row, col},
+                                /*nontemporal=*/false, llvm::Align(8));
+      }
     }
   }
 }
@@ -267,7 +279,7 @@ SM90PartialKernel::outputVectors(OpBuilder &b) {
     // columns 16 h + 4 t .. + 3.
     Value t4 = k.mul(thread.pair, k.idx(4));
     for (int64_t gi = 0; gi < plan.outputGroupsPerWarp(); ++gi) {
-      Value group = k.add(thread.warp, k.idx(kWarps * gi));
+      Value group = k.add(thread.warp, k.idx(plan.warps() * gi));
       Value inDv = k.lessThan(group, k.idx(plan.outputGroups()));
       Value first = k.mul(group, k.idx(SM90KernelPlan::kGroupColumns));
       for (int64_t h = 0; h < 2; ++h) {
@@ -283,7 +295,7 @@ SM90PartialKernel::outputVectors(OpBuilder &b) {
   // The pair of block j: columns 8 block + 2 t, + 1.
   Value t2 = k.mul(thread.pair, k.idx(2));
   for (int64_t j = 0; j < plan.outputBlocksPerWarp(); ++j) {
-    Value block = k.add(thread.warp, k.idx(kWarps * j));
+    Value block = k.add(thread.warp, k.idx(plan.warps() * j));
     vectors.push_back({k.add(k.mul(block, k.idx(8)), t2),
                        k.lessThan(block, k.idx(plan.outputBlocks())),
                        {4 * j, 4 * j + 1}});
@@ -331,39 +343,53 @@ SmallVector<Value> SM90PartialKernel::emitScores(OpBuilder &b,
 SmallVector<Value> SM90PartialKernel::emitOutputMma(OpBuilder &b,
                                                     ValueRange acc) {
   KernelBuilder k{b, loc};
-  Value g = thread.group, g8 = k.add(g, k.idx(8));
-  Value factorG = k.load(smem.factors, {g});
-  Value factorG8 = k.load(smem.factors, {g8});
-  SmallVector<Value> next;
-  for (auto [i, a] : llvm::enumerate(acc))
-    next.push_back(k.fmul(a, (i % 4) < 2 ? factorG : factorG8));
-  Value matrix = thread.matrix, c2 = k.idx(2);
+  // Row fragment f's accumulators follow fragment f - 1's; of each 4, two
+  // are row g's, two row g + 8's.
   int64_t perWarp = plan.outputBlocksPerWarp();
+  int64_t fragmentAcc = 4 * perWarp, fragments = plan.rowFragments();
+  SmallVector<Value> next;
+  for (int64_t f = 0; f < fragments; ++f) {
+    Value g = k.add(thread.group, k.idx(16 * f));
+    Value factorG = k.load(smem.factors, {g});
+    Value factorG8 = k.load(smem.factors, {k.add(g, k.idx(8))});
+    for (int64_t i = 0; i < fragmentAcc; ++i)
+      next.push_back(
+          k.fmul(acc[f * fragmentAcc + i], (i % 4) < 2 ? factorG : factorG8));
+  }
+  // D = A · B + D for accumulator block `block` of every row fragment, A
+  // the fragment's (first) operand.
+  auto mmaAll = [&](ArrayRef<SmallVector<Value>> a, int64_t block,
+                    ArrayRef<Value> bFrag) {
+    for (int64_t f = 0; f < fragments; ++f) {
+      auto at = next.begin() + f * fragmentAcc + 4 * block;
+      SmallVector<Value> d(at, at + 4);
+      d = mma(b, a[f], bFrag, d);
+      std::copy(d.begin(), d.end(), at);
+    }
+  };
+  Value matrix = thread.matrix, c2 = k.idx(2);
   // P's A fragment: (rows 0-7 | 8-15) x (columns 0-7 | 8-15) of the step;
   // V's matrices the same rows of the step.
   Value stepRow = thread.stepRow;
   for (int64_t kk = 0; kk < tile / 16; ++kk) {
     Value pCol =
         k.add(k.idx(16 * kk), k.mul(k.div(matrix, c2), k.idx(8)));
-    // P's parts (fp8: one), each an mma on the same V fragments.
-    SmallVector<SmallVector<Value>> aParts;
+    // P's parts (fp8: one) of each row fragment, each an mma on the same V
+    // fragments: aParts[part][fragment].
+    SmallVector<SmallVector<SmallVector<Value>>> aParts(plan.pParts());
     for (int64_t part = 0; part < plan.pParts(); ++part)
-      aParts.push_back(
-          loadMatrices(b, smem.p, {k.idx(part), stepRow, pCol}, 4, false));
-    SmallVector<Value> a = aParts[0];
+      for (int64_t f = 0; f < fragments; ++f)
+        aParts[part].push_back(loadMatrices(
+            b, smem.p, {k.idx(part), k.add(stepRow, k.idx(16 * f)), pCol}, 4,
+            false));
     if (format == CacheFormat::FP8) {
       // Groups past Dv read the last one; their results are not stored.
       for (int64_t gi = 0; gi < plan.outputGroupsPerWarp(); ++gi) {
-        Value group =
-            k.minS(k.add(thread.warp, k.idx(kWarps * gi)),
-                   k.idx(plan.outputGroups() - 1));
+        Value group = k.minS(k.add(thread.warp, k.idx(plan.warps() * gi)),
+                             k.idx(plan.outputGroups() - 1));
         auto frags = loadFp8VFragments(b, k.idx(16 * kk), group);
-        for (int64_t j = 0; j < 4; ++j) {
-          auto at = next.begin() + 4 * (4 * gi + j);
-          SmallVector<Value> c(at, at + 4);
-          SmallVector<Value> d = mma(b, a, {frags[j][0], frags[j][1]}, c);
-          std::copy(d.begin(), d.end(), at);
-        }
+        for (int64_t j = 0; j < 4; ++j)
+          mmaAll(aParts[0], 4 * gi + j, {frags[j][0], frags[j][1]});
       }
       continue;
     }
@@ -375,20 +401,16 @@ SmallVector<Value> SM90PartialKernel::emitOutputMma(OpBuilder &b,
     for (int64_t j = 0; j < perWarp; j += 2) {
       int64_t blocks = std::min<int64_t>(2, perWarp - j);
       Value which = blocks == 2 ? k.div(matrix, c2) : c0;
-      Value block = k.minS(
-          k.add(thread.warp, k.mul(k.add(k.idx(j), which), k.idx(kWarps))),
-          k.idx(plan.outputBlocks() - 1));
+      Value block = k.minS(k.add(thread.warp, k.mul(k.add(k.idx(j), which),
+                                                    k.idx(plan.warps()))),
+                           k.idx(plan.outputBlocks() - 1));
       SmallVector<Value> vFrags =
           loadMatrices(b, operandTile(),
                        tileIndices(b, vRowGroup, thread.matrixRow, block),
                        2 * blocks, true);
-      for (int64_t n = 0; n < blocks; ++n) {
-        SmallVector<Value> d(next.begin() + 4 * (j + n),
-                             next.begin() + 4 * (j + n) + 4);
-        for (ArrayRef<Value> aPart : aParts)
-          d = mma(b, aPart, {vFrags[2 * n], vFrags[2 * n + 1]}, d);
-        std::copy(d.begin(), d.end(), next.begin() + 4 * (j + n));
-      }
+      for (int64_t n = 0; n < blocks; ++n)
+        for (ArrayRef<SmallVector<Value>> aPart : aParts)
+          mmaAll(aPart, j + n, {vFrags[2 * n], vFrags[2 * n + 1]});
     }
   }
   return next;
@@ -415,12 +437,16 @@ void SM90PartialKernel::emitOutputStores(OpBuilder &b, ValueRange acc,
     return [&, final](OpBuilder &bb, Location) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(bb.getInsertionBlock(), bb.getInsertionPoint());
-      for (int64_t half = 0; half < 2; ++half) {
-        OutputRow row = outputRow(b, k.add(thread.group, k.idx(8 * half)));
+      int64_t fragmentAcc = 4 * plan.outputBlocksPerWarp();
+      for (int64_t rowHalf = 0; rowHalf < 2 * plan.rowFragments(); ++rowHalf) {
+        // Rows g + 8 rowHalf: fragment rowHalf / 2, its half rowHalf % 2.
+        int64_t f = rowHalf / 2, half = rowHalf % 2;
+        OutputRow row = outputRow(b, k.add(thread.group, k.idx(8 * rowHalf)));
         for (const OutputVector &v : vectors) {
           SmallVector<Value> values;
           for (int64_t a : v.accumulators)
-            values.push_back(k.fmul(acc[a + 2 * half], row.factor));
+            values.push_back(
+                k.fmul(acc[f * fragmentAcc + a + 2 * half], row.factor));
           // A vector's first column is a multiple of its width and Dv of
           // 8, so each store is aligned to its size (the runtime requires
           // out and the workspace 16-byte aligned): one wide store, not a

@@ -26,7 +26,6 @@ using namespace mlir;
 using namespace mla;
 
 namespace {
-constexpr int64_t kThreads = SM90KernelPlan::kThreads;
 constexpr unsigned kGlobalSpace = 1, kSharedSpace = 3;
 /// shared::cluster: the bulk copy's destination (the block's own shared
 /// memory is part of its cluster's; PTX 8.3 has no shared::cta form).
@@ -169,7 +168,7 @@ SM90PartialKernel::CopySlot SM90PartialKernel::copySlot(OpBuilder &b,
   auto require = [&](Value cond) {
     c.valid = c.valid ? arith::AndIOp::create(b, loc, c.valid, cond) : cond;
   };
-  if (perPass * rowChunks < kThreads)
+  if (perPass * rowChunks < plan.threads())
     require(k.lessThan(thread.tid, k.idx(perPass * rowChunks)));
   if (perPass * (slot + 1) > tile)
     require(k.lessThan(c.row, k.idx(tile)));

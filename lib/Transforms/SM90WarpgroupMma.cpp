@@ -101,7 +101,7 @@ SmallVector<Value> SM90PartialKernel::emitOutputWgmma(OpBuilder &b,
   auto bf16 = NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::bf16);
   auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
   auto shape = NVVM::MMAShapeAttr::get(ctx, SM90KernelPlan::kWgmmaM,
-                                       SM90KernelPlan::kRows,
+                                       SM90KernelPlan::kFragmentRows,
                                        SM90KernelPlan::kWgmmaK);
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   SmallVector<Value> results;

@@ -126,8 +126,6 @@ struct MLASelectConfigPass
       // One block of all H heads: a workgroup's rows pack the (token, head)
       // rows of a sequence densely, so the fewest workgroups share a tile.
       int64_t headsPerWg = pick(headsPerWorkgroup, heads);
-      int64_t waves = pick(wavesPerWorkgroup,
-                           nvidia ? SM90KernelPlan::kWarps : isGpu ? 4 : 1);
       int64_t stages = pick(pipelineStages,
                             nvidia  ? SM90KernelPlan::kDefaultStages
                             : isGpu ? 2
@@ -141,6 +139,10 @@ struct MLASelectConfigPass
                                         op.getPageSize(),
                                         kvTile != 0 ? kvTile : kDefaultTile)
                    : 16);
+      int64_t waves =
+          pick(wavesPerWorkgroup, nvidia  ? SM90KernelPlan::warpsFor(waveRows)
+                                  : isGpu ? 4
+                                          : 1);
       auto rowGroupWavesFor = [&](int64_t tile) {
         return pick(
             wavesPerRowGroup,
@@ -160,8 +162,8 @@ struct MLASelectConfigPass
         // tiles in 4 by 12%).
         auto fits = [&](int64_t t, int64_t st) {
           return !SM90KernelPlan({cacheFormat(op.getKvFormat()), heads,
-                                  op.getQKHeadDim(), vDim, t, headsPerWg,
-                                  waves, st, rowGroupWavesFor(t)})
+                                  op.getQKHeadDim(), vDim, t, headsPerWg, waves,
+                                  st, rowGroupWavesFor(t), waveRows})
                       .unsupported(info->arch->ldsBytesPerWorkgroup);
         };
         int64_t chosenTile = kvTile != 0 ? kvTile : 16;

@@ -109,7 +109,8 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
       if (isNVIDIAArch(chip)) {
         // Blocks per SM by the plan; the chip deals blocks to SMs itself.
         xcds = 1;
-        workgroups = SM90KernelPlan::workgroups(computeUnits);
+        workgroups = SM90KernelPlan::workgroups(
+            computeUnits, op.getConfig().getRowsPerWave());
         SM90PartialKernel kernel(op, workgroups, ldsLimit);
         why = kernel.unsupported();
         headsPerBlock = kernel.headsPerBlock();

@@ -1,7 +1,8 @@
 //===- SM90KernelPlan.h - the sm_90a partial kernel's plan ------*- C++ -*-===//
 //
 // How the sm_90a partial-decode kernel is laid out for a decode's shapes and
-// config: a block of 8 warps serves 16 (token, head) rows; KV tiles stream
+// config: a block of 8 warps serves 16 (token, head) rows (fp8 at
+// rows_per_wave = 32: 16 warps, 32 rows as two m16 fragments); KV tiles stream
 // from global into shared-memory stages by cp.async (fp8: cp.async.bulk on
 // mbarriers), pipeline_stages - 1 tiles ahead of the one computed. The
 // tensor cores read bf16 and fp8 stages where the copies put them (fp8
@@ -37,14 +38,26 @@ struct SM90KernelShape {
 
 class SM90KernelPlan {
 public:
-  /// (token, head) rows a block serves; row blocks count them token-major.
-  static constexpr int64_t kRows = 16;
+  /// (token, head) rows a block serves (rows_per_wave: 16, or 32 for fp8
+  /// where the op has them), row blocks counting them token-major; the
+  /// tensor cores take them 16 (an m16 fragment) at a time.
+  static constexpr int64_t kFragmentRows = 16;
+  int64_t rows() const { return s.rowsPerWave; }
+  int64_t rowFragments() const { return rows() / kFragmentRows; }
   /// Threads per row: a row's scores and output columns are dealt to them.
   static constexpr int64_t kLanesPerRow = 16;
-  static constexpr int64_t kThreads = kRows * kLanesPerRow;
-  static constexpr int64_t kWarps = kThreads / 32;
-  /// Resident blocks per SM the persistent grid assumes.
-  static constexpr int64_t kBlocksPerSM = 2;
+  int64_t threads() const { return rows() * kLanesPerRow; }
+  int64_t warps() const { return threads() / 32; }
+  static int64_t warpsFor(int64_t rows) { return rows * kLanesPerRow / 32; }
+  /// Resident threads per SM the persistent grid assumes: two 16-row blocks
+  /// or one 32-row block (128 registers a thread either way). A 32-row
+  /// block converts each K and V fragment of a tile once for both of its
+  /// m16 fragments and streams the tile once for twice the rows.
+  static constexpr int64_t kThreadsPerSM = 512;
+  static int64_t blocksPerSM(int64_t rows) {
+    return kThreadsPerSM / (rows * kLanesPerRow);
+  }
+  int64_t blocksPerSM() const { return blocksPerSM(rows()); }
   /// The config's defaults for this kernel.
   static constexpr int64_t kDefaultTile = 16;
   /// pipeline_stages: tiles in shared memory at once, the one computed and
@@ -81,7 +94,7 @@ public:
   /// Tile rows each warp copies in bulk: its first lanes, a pair of rows
   /// each (one copy where the pair lies contiguous in the stage and in the
   /// cache, else one a row).
-  int64_t bulkRowsPerWarp() const { return s.kvTile / kWarps; }
+  int64_t bulkRowsPerWarp() const { return s.kvTile / warps(); }
   /// fp8 stages hold tile rows in pairs: row r at byte (r / 2)
   /// stagePairBytes() + (r % 2) stagePairRowOffset(). Where some pair stride
   /// puts the 8 rows of an ldmatrix in 8 different 16-byte bank groups with
@@ -106,7 +119,7 @@ public:
 
   explicit SM90KernelPlan(const SM90KernelShape &shape) : s(shape) {}
 
-  int64_t rowsPerWorkgroup() const { return kRows; }
+  int64_t rowsPerWorkgroup() const { return rows(); }
   /// Every row block holds rows of all H heads (token-major).
   int64_t headsPerBlock() const { return s.numHeads; }
   int64_t kvTile() const { return s.kvTile; }
@@ -121,11 +134,16 @@ public:
   /// share of Dqk's 16-column k-steps, so that one Q fragment (read from
   /// shared memory) feeds an mma per n-block; the warps of a group add
   /// their partial scores through shared memory. 64-row tiles take groups
-  /// of 32 rows: half the Q reads, twice the partials, of 16.
-  int64_t scoreRowsPerWarp() const { return s.kvTile >= 64 ? 32 : 16; }
+  /// of 32 rows: half the Q reads, twice the partials, of 16. A 32-row
+  /// block's warps take 16 tile rows for each of its two fragments: the
+  /// same 16 score accumulators a thread and mmas a k-step, each K
+  /// fragment converted once for both.
+  int64_t scoreRowsPerWarp() const {
+    return s.kvTile >= 64 && rowFragments() == 1 ? 32 : 16;
+  }
   int64_t scoreBlocksPerWarp() const { return scoreRowsPerWarp() / 8; }
   int64_t scoreGroups() const { return s.kvTile / scoreRowsPerWarp(); }
-  int64_t scoreParts() const { return kWarps / scoreGroups(); }
+  int64_t scoreParts() const { return warps() / scoreGroups(); }
   int64_t kSteps() const { return s.qkDim / 16; }
 
   /// bf16 stages (Dqk a multiple of 64) in wgmma's 128-byte swizzle: the
@@ -158,7 +176,8 @@ public:
   bool outputOnWarpgroups() const {
     return swizzledStages() && s.vDim % (kWgmmaM * kWarpgroups) == 0;
   }
-  static constexpr int64_t kWarpgroups = kWarps / 4;
+  /// (16-row blocks: 8 warps.)
+  static constexpr int64_t kWarpgroups = 2;
   static constexpr int64_t kWgmmaM = 64, kWgmmaK = 16;
   int64_t outputMBlocksPerWarpgroup() const {
     return s.vDim / kWgmmaM / kWarpgroups;
@@ -184,21 +203,21 @@ public:
   static constexpr int64_t kGroupColumns = 32;
   int64_t outputGroups() const { return s.vDim / kGroupColumns; }
   int64_t outputGroupsPerWarp() const {
-    return (outputGroups() + kWarps - 1) / kWarps;
+    return (outputGroups() + warps() - 1) / warps();
   }
   int64_t outputBlocksPerWarp() const {
     if (s.format == CacheFormat::FP8)
       return 4 * outputGroupsPerWarp();
     if (outputOnWarpgroups()) // m64n16: 8 f32 a thread, 2 n-blocks of 4
       return 2 * outputMBlocksPerWarpgroup();
-    return (outputBlocks() + kWarps - 1) / kWarps;
+    return (outputBlocks() + warps() - 1) / warps();
   }
   /// Tile columns each of a row's 16 threads scores in the softmax,
   /// consecutive ones (one vector load of each partial, one P store).
   int64_t tileRowsPerLane() const { return s.kvTile / kLanesPerRow; }
   /// Shared memory: Q and the decoded tile (2-byte operands), the warps' partial
   /// scores (f32), P (the operand type) and the rows' rescale factors (f32).
-  int64_t qBytes() const { return kRows * rowStride() * 2; }
+  int64_t qBytes() const { return rows() * rowStride() * 2; }
   /// mxfp4 is decoded into a bf16 operand tile; bf16 and fp8 stages are
   /// the operands.
   bool decodesTile() const { return s.format == CacheFormat::MXFP4; }
@@ -233,7 +252,7 @@ public:
     }
     return 0;
   }
-  int64_t copyRowsPerPass() const { return kThreads / rowChunks(); }
+  int64_t copyRowsPerPass() const { return threads() / rowChunks(); }
   int64_t copyPasses() const {
     return (s.kvTile + copyRowsPerPass() - 1) / copyRowsPerPass();
   }
@@ -248,7 +267,7 @@ public:
   /// four rows in different banks (two wavefronts, not eight).
   int64_t partialScoreStride() const { return s.kvTile + 8; }
   int64_t partialScoreBytes() const {
-    return scoreParts() * kRows * partialScoreStride() * 4;
+    return scoreParts() * rows() * partialScoreStride() * 4;
   }
   /// P in the operand type, in two parts (p ≈ hi + lo) where that is bf16:
   /// one bf16 part keeps 8 significant bits, too few where one cache row
@@ -256,11 +275,11 @@ public:
   /// (fp8 caches) keeps 11, enough.
   int64_t pParts() const { return s.format == CacheFormat::FP8 ? 1 : 2; }
   int64_t pPartBytes() const {
-    return outputOnWarpgroups() ? kRows * s.kvTile * 2
-                                : kRows * pRowStride() * 2;
+    return outputOnWarpgroups() ? rows() * s.kvTile * 2
+                                : rows() * pRowStride() * 2;
   }
   int64_t pBytes() const { return pParts() * pPartBytes(); }
-  int64_t factorBytes() const { return kRows * 4; }
+  int64_t factorBytes() const { return rows() * 4; }
   /// Every buffer starts 16-byte aligned, swizzled stages 1024-byte
   /// aligned (mla-workgroup-memory-to-dynamic lays them out in this order).
   int64_t stageAlignment() const {
@@ -281,17 +300,17 @@ public:
     return (end + 15) / 16 * 16;
   }
   /// The persistent grid on a chip of `computeUnits` SMs.
-  static int64_t workgroups(int64_t computeUnits) {
-    return computeUnits * kBlocksPerSM;
+  static int64_t workgroups(int64_t computeUnits, int64_t rows) {
+    return computeUnits * blocksPerSM(rows);
   }
   /// Why the kernel cannot be built for these shapes and this config
-  /// within `ldsLimit` bytes of shared memory per block, kBlocksPerSM
+  /// within `ldsLimit` bytes of shared memory per block, blocksPerSM()
   /// blocks per SM, if it cannot. An SM holds a block's limit and the
   /// driver's reserve (Hopper: 227 + 1 KiB).
   std::optional<std::string> unsupported(int64_t ldsLimit) const;
-  /// Shared memory kBlocksPerSM blocks take, reserves included.
+  /// Shared memory blocksPerSM() blocks take, reserves included.
   int64_t smBytes() const {
-    return kBlocksPerSM * (ldsBytes() + kReservedSharedPerBlock);
+    return blocksPerSM() * (ldsBytes() + kReservedSharedPerBlock);
   }
 
 private:
