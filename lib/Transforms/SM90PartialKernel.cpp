@@ -475,6 +475,8 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   // mbarrier phase publishes it to each waiting thread, and the next
   // copies wait for the partial-score barrier, which every thread reaches
   // after its previous PV: a warp starts its QK while others finish PV.
+  // Step 0 has no previous PV: its refill goes ahead of its QK, so that an
+  // item's second tile lands as early as the first allows.
   emitTileWait(b);
   fenceForWarpgroups(b);
   if (!plan.bulkCopies())
@@ -491,12 +493,14 @@ void SM90PartialKernel::emitLoopStep(OpBuilder &b, Value tileStart,
   TileCopies copies;
   if (!plan.bulkCopies())
     copies = nextTileCopies();
+  else // step 0's refill stage has no previous PV: its copies go first
+    ifThen(b, loc, k.lessThan(step, c1), [&] { nextTileCopies(); });
   if (plan.decodesTile())
     gpu::BarrierOp::create(b, loc);
   emitScoreMma(b);
   gpu::BarrierOp::create(b, loc);
   if (plan.bulkCopies())
-    copies = nextTileCopies();
+    ifThen(b, loc, k.lessThan(c0, step), [&] { nextTileCopies(); });
   SmallVector<Value> scores = emitScores(b, tileStart);
 
   // Online softmax over the row's tile scores.

@@ -77,8 +77,9 @@ public:
   /// stage's mbarrier itself, so no block barrier opens a step and a warp
   /// starts its QK while others finish the previous PV; the next tile's
   /// copies follow the partial-score barrier (every warp past the
-  /// previous PV, the stage's last reader): H100, H = 128 5% and q_len 4 3%
-  /// faster, the GPU MODE eight 0.5% slower (docs/performance.md).
+  /// previous PV, the stage's last reader), step 0's precede its QK (no
+  /// previous PV): on an H100, H = 128 5% and q_len 4 3% faster, the GPU
+  /// MODE eight's geomean 1% (docs/performance.md).
   /// mxfp4 measured 7% slower so (its decode pass reads a thread's own
   /// chunks as they land; a bulk copy makes every thread wait for the
   /// whole tile), and bf16's swizzled stages cannot be written by one.
