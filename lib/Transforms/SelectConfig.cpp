@@ -63,6 +63,23 @@ int64_t defaultRowGroupWaves(int64_t waves, int64_t headsPerWg,
   return rowsPerWave > 16 ? std::max<int64_t>(split, 2) : split;
 }
 
+/// sm_90a: 32-row blocks for fp8 where a token has 64 rows or more (H a
+/// multiple of 32 from 64): H100, 2-10% faster there and at q_len 2-4
+/// (which the config cannot see), 1.5% slower at H = 32
+/// (docs/performance.md). Not where a forced tile or warp count leaves the
+/// block unbuildable.
+int64_t defaultSM90Rows(CacheFormat format, int64_t headsPerWg,
+                        int64_t forcedTile, int64_t forcedWarps) {
+  constexpr int64_t rows = 2 * SM90KernelPlan::kFragmentRows;
+  bool fits =
+      (forcedTile == 0 || forcedTile >= 32) &&
+      (forcedWarps == 0 || forcedWarps == SM90KernelPlan::warpsFor(rows));
+  return format == CacheFormat::FP8 && headsPerWg % rows == 0 &&
+                 headsPerWg >= 2 * rows && fits
+             ? rows
+             : SM90KernelPlan::kFragmentRows;
+}
+
 /// gfx950: 32 query rows a wave where a token has them (H a multiple of 32):
 /// each K and V fragment a wave reads from LDS then feeds two MFMA blocks,
 /// which halves the LDS reads a tile at H = 128 (docs/performance.md), with
@@ -134,11 +151,12 @@ struct MLASelectConfigPass
       CacheFormat format = cacheFormat(op.getKvFormat());
       int64_t waveRows =
           pick(rowsPerWave,
-               isGpu && !nvidia
-                   ? defaultRowsPerWave(format, headsPerWg, wavesPerRowGroup,
-                                        op.getPageSize(),
-                                        kvTile != 0 ? kvTile : kDefaultTile)
-                   : 16);
+               nvidia  ? defaultSM90Rows(format, headsPerWg, kvTile,
+                                         wavesPerWorkgroup)
+               : isGpu ? defaultRowsPerWave(format, headsPerWg,
+                                            wavesPerRowGroup, op.getPageSize(),
+                                            kvTile != 0 ? kvTile : kDefaultTile)
+                       : 16);
       int64_t waves =
           pick(wavesPerWorkgroup, nvidia  ? SM90KernelPlan::warpsFor(waveRows)
                                   : isGpu ? 4
