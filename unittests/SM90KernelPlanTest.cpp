@@ -55,7 +55,7 @@ TEST(SM90KernelPlan, Fp8PairsAreOneCopyWhereAStrideAllowsIt) {
   }
 }
 
-TEST(SM90KernelPlan, Fp8ThirtyTwoRowBlocksFillAnSMAlone) {
+TEST(SM90KernelPlan, ThirtyTwoRowBlocksFillAnSMAlone) {
   // The H200's shared memory a block may use (227 KiB).
   constexpr int64_t ldsLimit = 232448;
   auto plan = [](CacheFormat format, int64_t kvTile, int64_t rows,
@@ -83,13 +83,17 @@ TEST(SM90KernelPlan, Fp8ThirtyTwoRowBlocksFillAnSMAlone) {
   EXPECT_LE(wide.smBytes(), ldsLimit + SM90KernelPlan::kReservedSharedPerBlock);
   EXPECT_EQ(plan(CacheFormat::FP8, 32, 32, 16).unsupported(ldsLimit),
             std::nullopt);
-  // A warp copies a row pair at least; 16 warps; fp8 only.
+  // A warp copies a row pair at least (fp8's bulk copies); 16 warps; not
+  // bf16 (its warpgroup-MMA PV takes 16 rows). mxfp4's 64-row decoded
+  // tile fits one block.
+  EXPECT_EQ(plan(CacheFormat::MXFP4, 64, 32, 16).unsupported(ldsLimit),
+            std::nullopt);
+  EXPECT_NE(plan(CacheFormat::MXFP4, 64, 16, 8).unsupported(ldsLimit),
+            std::nullopt);
   EXPECT_NE(plan(CacheFormat::FP8, 16, 32, 16).unsupported(ldsLimit),
             std::nullopt);
   EXPECT_NE(plan(CacheFormat::FP8, 64, 32, 8).unsupported(ldsLimit),
             std::nullopt);
   EXPECT_NE(plan(CacheFormat::BF16, 32, 32, 16).unsupported(ldsLimit),
-            std::nullopt);
-  EXPECT_NE(plan(CacheFormat::MXFP4, 32, 32, 16).unsupported(ldsLimit),
             std::nullopt);
 }

@@ -5,8 +5,8 @@
 // persistent schedule; the combine and plan kernels are the target-neutral
 // ones of GFX950Kernels.h. Its layout is the SM90KernelPlan's
 // (mla/Target/SM90KernelPlan.h): a block of 8 warps serves 16 (token,
-// head) rows (fp8 at rows_per_wave = 32: 16 warps, two m16 row fragments,
-// each warp's K and V fragments feeding both); KV tiles stream into
+// head) rows (fp8 and mxfp4 at rows_per_wave = 32: 16 warps, two m16 row
+// fragments, each warp's K and V fragments feeding both); KV tiles stream into
 // shared-memory stages by cp.async, fp8's by cp.async.bulk two rows a copy on a
 // stage's mbarrier (SM90TileDecode.cpp), then
 //

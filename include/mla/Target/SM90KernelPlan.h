@@ -1,8 +1,9 @@
 //===- SM90KernelPlan.h - the sm_90a partial kernel's plan ------*- C++ -*-===//
 //
 // How the sm_90a partial-decode kernel is laid out for a decode's shapes and
-// config: a block of 8 warps serves 16 (token, head) rows (fp8 at
-// rows_per_wave = 32: 16 warps, 32 rows as two m16 fragments); KV tiles stream
+// config: a block of 8 warps serves 16 (token, head) rows (fp8 and mxfp4
+// at rows_per_wave = 32: 16 warps, 32 rows as two m16 fragments); KV tiles
+// stream
 // from global into shared-memory stages by cp.async (fp8: cp.async.bulk on
 // mbarriers), pipeline_stages - 1 tiles ahead of the one computed. The
 // tensor cores read bf16 and fp8 stages where the copies put them (fp8
@@ -39,8 +40,8 @@ struct SM90KernelShape {
 class SM90KernelPlan {
 public:
   /// (token, head) rows a block serves (rows_per_wave: 16, or 32 for fp8
-  /// where the op has them), row blocks counting them token-major; the
-  /// tensor cores take them 16 (an m16 fragment) at a time.
+  /// and mxfp4), row blocks counting them token-major; the tensor cores
+  /// take them 16 (an m16 fragment) at a time.
   static constexpr int64_t kFragmentRows = 16;
   int64_t rows() const { return s.rowsPerWave; }
   int64_t rowFragments() const { return rows() / kFragmentRows; }
@@ -51,8 +52,10 @@ public:
   static int64_t warpsFor(int64_t rows) { return rows * kLanesPerRow / 32; }
   /// Resident threads per SM the persistent grid assumes: two 16-row blocks
   /// or one 32-row block (128 registers a thread either way). A 32-row
-  /// block converts each K and V fragment of a tile once for both of its
-  /// m16 fragments and streams the tile once for twice the rows.
+  /// block converts (mxfp4: decodes) each K and V fragment of a tile once
+  /// for both of its m16 fragments and streams the tile once for twice the
+  /// rows; one block's shared memory also holds mxfp4's 64-row decoded
+  /// tile.
   static constexpr int64_t kThreadsPerSM = 512;
   static int64_t blocksPerSM(int64_t rows) {
     return kThreadsPerSM / (rows * kLanesPerRow);
