@@ -78,10 +78,8 @@ def draw_case(rng):
             and not (value('--format') == 'bf16' and split == '4')
             and rng.random() < 0.3):
         args += ['--rows-per-wave', str(rng.choice([16, 32]))]
-    # sm_90a: 32-row blocks for fp8 and mxfp4 (at any H: rows past the
-    # item's pad).
-    if (backend == 'sm_90a' and value('--format') != 'bf16'
-            and rng.random() < 0.3):
+    # sm_90a: 32-row blocks (at any H: rows past the item's pad).
+    if backend == 'sm_90a' and rng.random() < 0.3:
         args += ['--rows-per-wave', '32']
     return args
 

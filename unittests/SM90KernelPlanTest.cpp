@@ -83,17 +83,17 @@ TEST(SM90KernelPlan, ThirtyTwoRowBlocksFillAnSMAlone) {
   EXPECT_LE(wide.smBytes(), ldsLimit + SM90KernelPlan::kReservedSharedPerBlock);
   EXPECT_EQ(plan(CacheFormat::FP8, 32, 32, 16).unsupported(ldsLimit),
             std::nullopt);
-  // A warp copies a row pair at least (fp8's bulk copies); 16 warps; not
-  // bf16 (its warpgroup-MMA PV takes 16 rows). mxfp4's 64-row decoded
-  // tile fits one block.
-  EXPECT_EQ(plan(CacheFormat::MXFP4, 64, 32, 16).unsupported(ldsLimit),
-            std::nullopt);
-  EXPECT_NE(plan(CacheFormat::MXFP4, 64, 16, 8).unsupported(ldsLimit),
-            std::nullopt);
+  // A warp copies a row pair at least (fp8's bulk copies); 16 warps.
+  // 64-row tiles fit one block of bf16 (its PV then on mma.sync) and
+  // mxfp4 (its decoded tile), not two.
+  for (CacheFormat format : {CacheFormat::BF16, CacheFormat::MXFP4}) {
+    EXPECT_EQ(plan(format, 64, 32, 16).unsupported(ldsLimit), std::nullopt);
+    EXPECT_NE(plan(format, 64, 16, 8).unsupported(ldsLimit), std::nullopt);
+  }
+  EXPECT_FALSE(plan(CacheFormat::BF16, 64, 32, 16).outputOnWarpgroups());
+  EXPECT_TRUE(plan(CacheFormat::BF16, 32, 16, 8).outputOnWarpgroups());
   EXPECT_NE(plan(CacheFormat::FP8, 16, 32, 16).unsupported(ldsLimit),
             std::nullopt);
   EXPECT_NE(plan(CacheFormat::FP8, 64, 32, 8).unsupported(ldsLimit),
-            std::nullopt);
-  EXPECT_NE(plan(CacheFormat::BF16, 32, 32, 16).unsupported(ldsLimit),
             std::nullopt);
 }

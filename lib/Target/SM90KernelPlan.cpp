@@ -28,13 +28,9 @@ SM90KernelPlan::unsupported(int64_t ldsLimit) const {
     why << "the sm_90a kernel serves all " << s.numHeads
         << " heads per row block (heads_per_workgroup = "
         << s.headsPerWorkgroup << ")";
-  // bf16's PV on warpgroup MMA takes the block's rows as its N (m64n16).
-  else if (s.rowsPerWave != kFragmentRows &&
-           !(s.rowsPerWave == 2 * kFragmentRows &&
-             s.format != CacheFormat::BF16))
-    why << "the sm_90a kernel's blocks serve " << kFragmentRows << " rows, or "
-        << 2 * kFragmentRows
-        << " for fp8 and mxfp4 caches (rows_per_wave = " << s.rowsPerWave
+  else if (s.rowsPerWave != kFragmentRows && s.rowsPerWave != 2 * kFragmentRows)
+    why << "the sm_90a kernel's blocks serve " << kFragmentRows << " or "
+        << 2 * kFragmentRows << " rows (rows_per_wave = " << s.rowsPerWave
         << ")";
   else if (s.warps != warps())
     why << "the sm_90a kernel runs " << warps() << " warps per block of "

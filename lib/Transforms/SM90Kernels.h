@@ -5,8 +5,8 @@
 // persistent schedule; the combine and plan kernels are the target-neutral
 // ones of GFX950Kernels.h. Its layout is the SM90KernelPlan's
 // (mla/Target/SM90KernelPlan.h): a block of 8 warps serves 16 (token,
-// head) rows (fp8 and mxfp4 at rows_per_wave = 32: 16 warps, two m16 row
-// fragments, each warp's K and V fragments feeding both); KV tiles stream into
+// head) rows (at rows_per_wave = 32: 16 warps, two m16 row fragments,
+// each warp's K and V fragments feeding both); KV tiles stream into
 // shared-memory stages by cp.async, fp8's by cp.async.bulk two rows a copy on a
 // stage's mbarrier (SM90TileDecode.cpp), then
 //
@@ -14,7 +14,8 @@
 //            Dqk; the warps' partial scores add through shared memory
 //   softmax  online, in f32, 16 threads a row, reduced by shuffles
 //   PV       mma.sync, each warp its Dv columns over the whole tile
-//            (bf16: warpgroup MMA, each warpgroup half of Dv)
+//            (16-row bf16 blocks: warpgroup MMA, each warpgroup half of
+//            Dv)
 //
 // (SM90TensorCore.cpp, SM90WarpgroupMma.cpp). fp8 operands come from the
 // stage's bytes, e4m3 pairs to f16 in registers; an mxfp4 stage is decoded

@@ -181,13 +181,15 @@ void SM90PartialKernel::emitSwizzledCopies(
   KernelBuilder k{b, loc};
   constexpr int64_t rows = SM90KernelPlan::kSwizzleRows;
   constexpr int64_t slabChunks = SM90KernelPlan::kSwizzleBytes / kChunk;
-  int64_t groups = tile / rows, passes = plan.swizzledCopyPasses();
+  int64_t warps = plan.warps();
+  int64_t groups = tile / warps, passes = plan.swizzledCopyPasses();
   int64_t values = chunkValues();
-  // Warp w: tile rows w + 8 j; lane l: chunks l + 32 p, i.e. slab l / 8 +
-  // 4 p at stored chunk l % 8 ^ w (row % 8 = w).
+  // Warp w: tile rows w + W j (W warps, a multiple of 8); lane l: chunks
+  // l + 32 p, i.e. slab l / 8 + 4 p at stored chunk l % 8 ^ w % 8 (the
+  // row's swizzle).
   Value lane = k.rem(thread.tid, k.idx(32));
-  Value stored = arith::XOrIOp::create(
-      b, loc, k.rem(lane, k.idx(slabChunks)), thread.warp);
+  Value stored = arith::XOrIOp::create(b, loc, k.rem(lane, k.idx(slabChunks)),
+                                       k.rem(thread.warp, k.idx(rows)));
   auto stageType = cast<MemRefType>(smem.stages.getType());
   SmallVector<OpFoldResult> offsets = {stage,
                                        Value(k.div(lane, k.idx(slabChunks))),
@@ -196,8 +198,8 @@ void SM90PartialKernel::emitSwizzledCopies(
                                      b.getIndexAttr(groups), b.getIndexAttr(1),
                                      b.getIndexAttr(values)};
   SmallVector<OpFoldResult> strides = {
-      b.getIndexAttr(1), b.getIndexAttr(32 / slabChunks),
-      b.getIndexAttr(rows), b.getIndexAttr(1), b.getIndexAttr(1)};
+      b.getIndexAttr(1), b.getIndexAttr(32 / slabChunks), b.getIndexAttr(warps),
+      b.getIndexAttr(1), b.getIndexAttr(1)};
   // Not rank-reduced: with one pass, several unit dimensions are ambiguous.
   auto viewType = memref::SubViewOp::inferResultType(stageType, offsets,
                                                      sizes, strides);
@@ -207,7 +209,7 @@ void SM90PartialKernel::emitSwizzledCopies(
                                   smem.stages, offsets, sizes, strides);
     auto tokenType = b.getType<nvgpu::DeviceAsyncTokenType>();
     for (int64_t group = 0; group < groups; ++group) {
-      Value source = cacheRowOf(k.add(thread.warp, k.idx(rows * group)));
+      Value source = cacheRowOf(k.add(thread.warp, k.idx(warps * group)));
       for (int64_t pass = 0; pass < passes; ++pass) {
         Value chunk = k.add(lane, k.idx(32 * pass));
         auto copy = [&] {

@@ -64,22 +64,19 @@ int64_t defaultRowGroupWaves(int64_t waves, int64_t headsPerWg,
 }
 
 /// sm_90a: 32-row blocks where a token's rows fill them (H a multiple of
-/// 32): for mxfp4 (H100: 21-24% faster, its decoded tile shared by twice
-/// the rows and 64 rows long), for fp8 from H = 64 (2-10% faster; 1.5%
-/// slower at H = 32); both also gain at q_len 2-4, which the config cannot
-/// see (docs/performance.md). Not where a forced tile or warp count leaves
-/// the block unbuildable.
+/// 32): for bf16 and mxfp4 (H100: 21-31% faster, on 64-row tiles that only
+/// one block an SM holds; mxfp4's decoded tile shared by twice the rows),
+/// for fp8 from H = 64 (2-10% faster; 1.5% slower at H = 32); all also
+/// gain at q_len 2-4, which the config cannot see (docs/performance.md).
+/// Not where a forced tile or warp count leaves the block unbuildable.
 int64_t defaultSM90Rows(CacheFormat format, int64_t headsPerWg,
                         int64_t forcedTile, int64_t forcedWarps) {
   constexpr int64_t rows = 2 * SM90KernelPlan::kFragmentRows;
   bool fits =
       (forcedTile == 0 || forcedTile >= 32) &&
       (forcedWarps == 0 || forcedWarps == SM90KernelPlan::warpsFor(rows));
-  int64_t fromHeads = format == CacheFormat::FP8     ? 2 * rows
-                      : format == CacheFormat::MXFP4 ? rows
-                                                     : 0;
-  return fromHeads != 0 && headsPerWg % rows == 0 && headsPerWg >= fromHeads &&
-                 fits
+  int64_t fromHeads = format == CacheFormat::FP8 ? 2 * rows : rows;
+  return headsPerWg % rows == 0 && headsPerWg >= fromHeads && fits
              ? rows
              : SM90KernelPlan::kFragmentRows;
 }

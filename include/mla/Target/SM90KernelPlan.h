@@ -1,8 +1,8 @@
 //===- SM90KernelPlan.h - the sm_90a partial kernel's plan ------*- C++ -*-===//
 //
 // How the sm_90a partial-decode kernel is laid out for a decode's shapes and
-// config: a block of 8 warps serves 16 (token, head) rows (fp8 and mxfp4
-// at rows_per_wave = 32: 16 warps, 32 rows as two m16 fragments); KV tiles
+// config: a block of 8 warps serves 16 (token, head) rows (at
+// rows_per_wave = 32: 16 warps, 32 rows as two m16 fragments); KV tiles
 // stream
 // from global into shared-memory stages by cp.async (fp8: cp.async.bulk on
 // mbarriers), pipeline_stages - 1 tiles ahead of the one computed. The
@@ -39,9 +39,9 @@ struct SM90KernelShape {
 
 class SM90KernelPlan {
 public:
-  /// (token, head) rows a block serves (rows_per_wave: 16, or 32 for fp8
-  /// and mxfp4), row blocks counting them token-major; the tensor cores
-  /// take them 16 (an m16 fragment) at a time.
+  /// (token, head) rows a block serves (rows_per_wave: 16 or 32), row
+  /// blocks counting them token-major; the tensor cores take them 16 (an
+  /// m16 fragment) at a time.
   static constexpr int64_t kFragmentRows = 16;
   int64_t rows() const { return s.rowsPerWave; }
   int64_t rowFragments() const { return rows() / kFragmentRows; }
@@ -54,8 +54,8 @@ public:
   /// or one 32-row block (128 registers a thread either way). A 32-row
   /// block converts (mxfp4: decodes) each K and V fragment of a tile once
   /// for both of its m16 fragments and streams the tile once for twice the
-  /// rows; one block's shared memory also holds mxfp4's 64-row decoded
-  /// tile.
+  /// rows; one block's shared memory also holds 64-row tiles where two
+  /// blocks' could not (bf16's stages, mxfp4's decoded tile).
   static constexpr int64_t kThreadsPerSM = 512;
   static int64_t blocksPerSM(int64_t rows) {
     return kThreadsPerSM / (rows * kLanesPerRow);
@@ -177,8 +177,12 @@ public:
   /// (M: 64 of Dv, N: the block's 16 rows, K: 16 tile rows a step), V^T
   /// from the stage and P^T (K-major: P's rows) from shared memory; each
   /// warpgroup owns half of Dv's 64-column blocks. Dv must split so.
+  /// 16-row blocks only: a 32-row block's mma.sync PV on 64-row tiles
+  /// (which only one block an SM can hold) measured 31% faster at H = 128
+  /// than 16-row blocks' wgmma on 32-row tiles (docs/performance.md).
   bool outputOnWarpgroups() const {
-    return swizzledStages() && s.vDim % (kWgmmaM * kWarpgroups) == 0;
+    return rowFragments() == 1 && swizzledStages() &&
+           s.vDim % (kWgmmaM * kWarpgroups) == 0;
   }
   /// (16-row blocks: 8 warps.)
   static constexpr int64_t kWarpgroups = 2;

@@ -74,9 +74,9 @@ def MLASelectConfigPass : Pass<"mla-select-config"> {
     `pipeline_stages` 2 on gfx950, 1 on the host; `split_policy = balanced`.
     On sm_90a: 8 warps (`waves_per_workgroup`) serving 16 rows, 16 warps
     serving 32 (`rows_per_wave`) where heads_per_workgroup is a multiple
-    of 32, for fp8 from 64, for mxfp4 from 32 (unless a forced kv_tile
-    under 32 or warp count rules it out); 2 stages; the largest kv_tile
-    whose stages fit two 16-row blocks an SM, or one 32-row block.
+    of 32, for fp8 from 64, for bf16 and mxfp4 from 32 (unless a forced
+    kv_tile under 32 or warp count rules it out); 2 stages; the largest
+    kv_tile whose stages fit two 16-row blocks an SM, or one 32-row block.
 
     Before:
 
