@@ -62,7 +62,9 @@ SM90KernelPlan::unsupported(int64_t ldsLimit) const {
         << " stages of " << stageBytes() << ", tile " << tileBytes()
         << ", partial scores " << partialScoreBytes() << ", P " << pBytes()
         << ", mbarriers " << barrierBytes() << " at kv_tile = " << s.kvTile
-        << "); " << blocksPerSM() << " blocks per SM leave a block "
+        << "); " << blocksPerSM()
+        << (blocksPerSM() == 1 ? " block per SM leaves it "
+                               : " blocks per SM leave a block ")
         << (ldsLimit + kReservedSharedPerBlock) / blocksPerSM() -
                kReservedSharedPerBlock;
   std::string text = why.str();
