@@ -6,7 +6,30 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <cstdint>
+#include <cstring>
+
 using namespace mla;
+
+namespace {
+/// The soft-float helper LLVM calls to round an f32 to bf16 on a host
+/// without a bf16 conversion instruction (x86-64 before AVX512-BF16). The
+/// libraries that define it (libgcc from GCC 13, MLIR's float16 utils)
+/// are not in the symbols a process that dlopens the JIT library shows
+/// the engine, so the JIT gets this one. Round to nearest even, NaN stays a
+/// quiet NaN; the bf16 comes back in the low half of the register a float is
+/// returned in (where the x86-64 and AArch64 calling conventions put a bfloat).
+float truncateToBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  uint32_t rounded = (bits & 0x7fffffffu) > 0x7f800000u
+                         ? (bits >> 16) | 0x40u
+                         : (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  float result;
+  std::memcpy(&result, &rounded, sizeof result);
+  return result;
+}
+} // namespace
 
 llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
 mla::createEngine(mlir::ModuleOp module,
@@ -32,6 +55,9 @@ mla::createEngine(mlir::ModuleOp module,
     llvm::orc::SymbolMap map;
     map[interner("memrefCopy")] = {llvm::orc::ExecutorAddr::fromPtr(&memrefCopy),
                                    llvm::JITSymbolFlags::Exported};
+    map[interner("__truncsfbf2")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&truncateToBf16),
+        llvm::JITSymbolFlags::Exported};
     for (const auto &[name, address] : symbols)
       map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
                              llvm::JITSymbolFlags::Exported};
