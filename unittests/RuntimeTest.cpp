@@ -1240,12 +1240,12 @@ TEST_F(FakeCuda, PacksKernelParametersInOrder) {
     if (k == 0) {
       EXPECT_GT(desc.dynamicLdsBytes, 48 * 1024);
     }
-    // The combine waits for the partial kernel itself (griddepcontrol.wait)
-    // and is launched to start while that one finishes; the partial kernel
-    // follows the stream's order.
-    EXPECT_EQ(desc.waitsForPrevious, k == 1);
-    EXPECT_EQ(hook<int (*)(int)>("fakeCudaLaunchProgrammatic")(before + k),
-              k == 1 ? 1 : 0);
+    // Both wait for the stream's previous kernel themselves
+    // (griddepcontrol.wait) and are launched to start while it finishes:
+    // the partial kernel after whatever came before, the combine after the
+    // partial kernel.
+    EXPECT_TRUE(desc.waitsForPrevious);
+    EXPECT_EQ(hook<int (*)(int)>("fakeCudaLaunchProgrammatic")(before + k), 1);
     // The first parameter: q's (partial) or partial_out's (combine) pointer.
     int64_t first = 0;
     std::memcpy(&first, params, 8);
@@ -1316,7 +1316,8 @@ TEST_F(FakeCuda, EveryDriverFailureIsReportedAndRecovered) {
         {"cuFuncSetAttribute", "load", MLA_ERROR_INVALID_ARTIFACT},
         {"cuMemAlloc_v2", "malloc", MLA_ERROR_INTERNAL},
         {"cuMemcpyHtoD_v2", "copy in", MLA_ERROR_INTERNAL},
-        {"cuLaunchKernel", "launch", MLA_ERROR_LAUNCH_FAILED},
+        // Both kernels of a host-planned launch go through cuLaunchKernelEx
+        // (programmatic launches); cuLaunchKernel is the plan kernel's.
         {"cuLaunchKernelEx", "launch", MLA_ERROR_LAUNCH_FAILED},
         {"cuStreamSynchronize", "synchronize", MLA_ERROR_LAUNCH_FAILED},
         {"cuMemcpyDtoH_v2", "copy out", MLA_ERROR_INTERNAL},

@@ -149,7 +149,8 @@ gpu::GPUFuncOp SM90PartialKernel::build(OpBuilder &mb, StringRef name) {
                  {b.getNamedAttr("rows_per_workgroup",
                                  b.getI64IntegerAttr(plan.rowsPerWorkgroup())),
                   b.getNamedAttr("heads_per_block",
-                                 b.getI64IntegerAttr(plan.headsPerBlock()))}));
+                                 b.getI64IntegerAttr(plan.headsPerBlock())),
+                  b.getNamedAttr("waits_for_previous", b.getBoolAttr(true))}));
   bindArguments(func);
   OpBuilder bodyBuilder(ctx);
   bodyBuilder.setInsertionPointToStart(&func.getBody().front());
@@ -179,6 +180,10 @@ void SM90PartialKernel::emitBody(OpBuilder &b) {
   // the partials (buildCombineKernel's waitsForPrevious).
   NVVM::GriddepcontrolOp::create(b, loc,
                                  NVVM::GridDepActionKind::launch_dependents);
+  // Launched itself while the stream's previous kernel finishes (the last
+  // decode's combine, the plan kernel, whatever wrote q or the cache), it
+  // waits for that kernel before it reads or writes global memory.
+  NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::wait);
   thread.tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   thread.row = k.div(thread.tid, k.idx(kLanes));
   thread.lane = k.rem(thread.tid, k.idx(kLanes));
