@@ -151,7 +151,8 @@ mla_status mla_plan_create_paged(mla_kernel kernel, int32_t num_seqs,
  * (paged: kv_indices holds max_kv) a step may use. A step beyond them, or
  * with indptrs that do not start at 0 or decrease, or a q_len above 4, is
  * not run: the status word (info.status_offset) says why and out and lse
- * are not written. hip and emu only. */
+ * are not written. hip, cuda and emu only (the cpu backend plans for
+ * itself). */
 mla_status mla_plan_create_device(mla_kernel kernel, int32_t max_seqs,
                                   int32_t max_tokens, int32_t max_kv,
                                   mla_plan *plan);
