@@ -6,6 +6,8 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include "mla/Runtime/Numerics.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -16,17 +18,14 @@ namespace {
 /// without a bf16 conversion instruction (x86-64 before AVX512-BF16). The
 /// libraries that define it (libgcc from GCC 13, MLIR's float16 utils)
 /// are not in the symbols a process that dlopens the JIT library shows
-/// the engine, so the JIT gets this one. Round to nearest even, NaN stays a
-/// quiet NaN; the bf16 comes back in the low half of the register a float is
-/// returned in (where the x86-64 and AArch64 calling conventions put a bfloat).
+/// the engine, so the JIT gets this one (the runtime's encoder: round to
+/// nearest even, NaN stays a quiet NaN). The bf16 comes back in the low
+/// half of the register a float is returned in, where the x86-64 and
+/// AArch64 calling conventions put a bfloat.
 float truncateToBf16(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  uint32_t rounded = (bits & 0x7fffffffu) > 0x7f800000u
-                         ? (bits >> 16) | 0x40u
-                         : (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  uint32_t bits = floatToBF16(x);
   float result;
-  std::memcpy(&result, &rounded, sizeof result);
+  std::memcpy(&result, &bits, sizeof result);
   return result;
 }
 } // namespace

@@ -3,16 +3,16 @@
 // How the sm_90a partial-decode kernel is laid out for a decode's shapes and
 // config: a block of 8 warps serves 16 (token, head) rows (at
 // rows_per_wave = 32: 16 warps, 32 rows as two m16 fragments); KV tiles
-// stream
-// from global into shared-memory stages by cp.async (fp8: cp.async.bulk on
-// mbarriers), pipeline_stages - 1 tiles ahead of the one computed. The
-// tensor cores read bf16 and fp8 stages where the copies put them (fp8
-// pairs become f16 in registers); an mxfp4 stage is decoded once per block
-// into a bf16 operand tile. QK and PV run on the tensor cores (mma.sync
-// m16n8k16, f32 accumulators) from there — bf16's PV on warpgroup MMA (wgmma
-// m64n16k16, both operands read from shared memory); the online softmax
-// runs 16 threads per row. All of it is dynamic shared memory (over the 48
-// KiB a block's static shared memory may hold).
+// stream from global into shared-memory stages by cp.async (fp8:
+// cp.async.bulk on mbarriers), pipeline_stages - 1 tiles ahead of the one
+// computed. The tensor cores read bf16 and fp8 stages where the copies put
+// them (fp8 pairs become f16 in registers); an mxfp4 stage is decoded once
+// per block into a bf16 operand tile. QK and PV run on the tensor cores
+// (mma.sync m16n8k16, f32 accumulators) from there — 16-row bf16 blocks'
+// PV on warpgroup MMA (wgmma m64n16k16, both operands read from shared
+// memory); the online softmax runs 16 threads per row. All of it is
+// dynamic shared memory (over the 48 KiB a block's static shared memory
+// may hold).
 // The config verifier checks a config against the target with this plan,
 // and mla-to-gpu builds the kernel from it, so the two cannot disagree about
 // what fits.
