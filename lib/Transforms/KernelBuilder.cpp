@@ -5,6 +5,7 @@
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "mla/ABI.h"
 
@@ -164,4 +165,25 @@ DictionaryAttr mla::launchAttr(Builder &b, ArrayRef<std::string> grid,
       b.getNamedAttr("arg_dims", b.getArrayAttr(dims))};
   entries.append(extra.begin(), extra.end());
   return b.getDictionaryAttr(entries);
+}
+
+void mla::forLoop(OpBuilder &b, Location loc, Value lb, Value ub, Value step,
+                  llvm::function_ref<void(Value)> body) {
+  scf::ForOp::create(b, loc, lb, ub, step, ValueRange{},
+                     [&](OpBuilder &lb2, Location, Value i, ValueRange) {
+                       OpBuilder::InsertionGuard g(b);
+                       b.setInsertionPointToStart(lb2.getInsertionBlock());
+                       body(i);
+                       scf::YieldOp::create(b, loc);
+                     });
+}
+
+void mla::ifThen(OpBuilder &b, Location loc, Value cond,
+                 llvm::function_ref<void()> body) {
+  scf::IfOp::create(b, loc, cond, [&](OpBuilder &ib, Location) {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+    body();
+    scf::YieldOp::create(b, loc);
+  });
 }

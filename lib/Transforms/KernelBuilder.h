@@ -78,6 +78,14 @@ struct KernelBuilder {
                          bool isMax);
 };
 
+/// A loop `for (i = lb; i < ub; i += step)` without results whose body
+/// `body` builds at the builder's insertion point.
+void forLoop(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lb,
+             mlir::Value ub, mlir::Value step,
+             llvm::function_ref<void(mlir::Value)> body);
+/// `if (cond) body` at the builder's insertion point.
+void ifThen(mlir::OpBuilder &b, mlir::Location loc, mlir::Value cond,
+            llvm::function_ref<void()> body);
 mlir::MemRefType ldsType(llvm::ArrayRef<int64_t> shape, mlir::Type elem);
 mlir::MemRefType globalType(llvm::ArrayRef<int64_t> shape, mlir::Type elem);
 

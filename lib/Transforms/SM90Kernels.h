@@ -39,14 +39,6 @@
 
 namespace mla {
 
-/// A loop `for (i = lb; i < ub; i += step)` without results whose body
-/// `body` builds at the builder's insertion point.
-void forLoop(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lb,
-             mlir::Value ub, mlir::Value step,
-             llvm::function_ref<void(mlir::Value)> body);
-/// `if (cond) body` at the builder's insertion point.
-void ifThen(mlir::OpBuilder &b, mlir::Location loc, mlir::Value cond,
-            llvm::function_ref<void()> body);
 /// prmt (default mode): byte i of the result is byte selector.nibble(i)
 /// of the 8 bytes {hi, lo}.
 mlir::Value permute(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lo,

@@ -27,30 +27,7 @@ using namespace mla;
 
 namespace {
 constexpr int64_t kLanes = SM90KernelPlan::kLanesPerRow;
-
-
 } // namespace
-
-void mla::forLoop(OpBuilder &b, Location loc, Value lb, Value ub, Value step,
-             llvm::function_ref<void(Value)> body) {
-  scf::ForOp::create(b, loc, lb, ub, step, ValueRange{},
-                     [&](OpBuilder &lb2, Location, Value i, ValueRange) {
-                       OpBuilder::InsertionGuard g(b);
-                       b.setInsertionPointToStart(lb2.getInsertionBlock());
-                       body(i);
-                       scf::YieldOp::create(b, loc);
-                     });
-}
-
-void mla::ifThen(OpBuilder &b, Location loc, Value cond,
-            llvm::function_ref<void()> body) {
-  scf::IfOp::create(b, loc, cond, [&](OpBuilder &ib, Location) {
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
-    body();
-    scf::YieldOp::create(b, loc);
-  });
-}
 
 SM90PartialKernel::SM90PartialKernel(PartialDecodeOp op, int64_t workgroups,
                                      int64_t ldsLimit, StringRef testHazard)
