@@ -2,10 +2,12 @@
 //
 // One workgroup per (sequence, head), 256 threads over its (token, column)
 // outputs, merging the sequence's work items' partials by their
-// log-sum-exp in one pass (mergeItems); sequences with a single work item
-// were written by the partial kernel and are skipped, and so are sequences
-// without items (a device plan that refused its batch leaves every
-// sequence so).
+// log-sum-exp in one pass (mergeItems); where the outputs leave threads
+// idle and the items are many, groups of threads merge shares of the items
+// and fold their merges through workgroup memory (mergeInItemGroups).
+// Sequences with a single work item were written by the partial kernel and
+// are skipped, and so are sequences without items (a device plan that
+// refused its batch leaves every sequence so).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,12 +24,17 @@ using namespace mlir;
 using namespace mla;
 
 namespace {
+/// A block's threads. 512 and 1024 (more item groups) merged B = 4, kv =
+/// 8192 faster and every larger batch slower on an H100
+/// (docs/performance.md).
 constexpr int64_t kThreads = 256;
 /// Items a thread loads before merging them (the merge loop's unrolling).
 /// More hold more loads in flight but more registers, fewer resident
 /// blocks: on an H100 8 and 16 a step were slower than 4 at B = 32 and 64,
 /// kv = 1024 (docs/performance.md).
 constexpr int64_t kItemsPerStep = 4;
+/// The most item groups an output gets.
+constexpr int64_t kMaxItemGroups = 8;
 
 /// A merge of some items of one output: their largest lse, and the
 /// weight and the weighted sum of their partials relative to it (to 0
@@ -98,6 +105,56 @@ MergeState mergeItems(OpBuilder &b, Location loc, Value pl, Value po,
   return {loop.getResult(0), loop.getResult(1), loop.getResult(2)};
 }
 
+/// `acc` and `part` as one merge.
+MergeState foldStates(OpBuilder &b, Location loc, MergeState acc,
+                      MergeState part) {
+  KernelBuilder k{b, loc};
+  Value max = k.fmax(acc.max, part.max);
+  Value shift = arith::SelectOp::create(
+      b, loc,
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, max,
+                            k.f32(-INFINITY)),
+      k.f32(0.0), max);
+  auto scaled = [&](const MergeState &m, Value v) {
+    Value factor = math::ExpOp::create(
+        b, loc, arith::SubFOp::create(b, loc, m.max, shift));
+    if (auto vector = dyn_cast<VectorType>(v.getType()))
+      factor = vector::BroadcastOp::create(b, loc, vector, factor);
+    return k.fmul(v, factor);
+  };
+  return {max, k.fadd(scaled(acc, acc.weight), scaled(part, part.weight)),
+          k.fadd(scaled(acc, acc.merged), scaled(part, part.merged))};
+}
+
+/// Rows of the workgroup memory the item groups fold through: a thread's
+/// merge at its thread index (max, weight, then the merged columns).
+int64_t stateRows(int64_t width) { return 2 + width; }
+
+void storeState(OpBuilder &b, Location loc, Value states, Value tid,
+                const MergeState &m) {
+  KernelBuilder k{b, loc};
+  auto store = [&](Value v, int64_t row) {
+    memref::StoreOp::create(b, loc, v, states, ValueRange{k.idx(row), tid});
+  };
+  store(m.max, 0);
+  store(m.weight, 1);
+  auto width = cast<VectorType>(m.merged.getType()).getNumElements();
+  for (int64_t c = 0; c < width; ++c)
+    store(vector::ExtractOp::create(b, loc, m.merged, ArrayRef<int64_t>{c}),
+          2 + c);
+}
+
+MergeState loadState(OpBuilder &b, Location loc, Value states, Value tid,
+                     VectorType f32xW) {
+  KernelBuilder k{b, loc};
+  auto load = [&](int64_t row) { return k.load(states, {k.idx(row), tid}); };
+  SmallVector<Value> columns;
+  for (int64_t c = 0; c < f32xW.getNumElements(); ++c)
+    columns.push_back(load(2 + c));
+  return {load(0), load(1),
+          vector::FromElementsOp::create(b, loc, f32xW, columns)};
+}
+
 /// The merged output (bf16) and its lse; a token whose items were all
 /// empty gets zeros and -inf.
 void storeOutput(OpBuilder &b, Location loc, const MergeState &m, Value out,
@@ -129,6 +186,105 @@ void storeOutput(OpBuilder &b, Location loc, const MergeState &m, Value out,
   });
 }
 
+/// One combine block's work: the outputs of one sequence and head.
+struct CombineBlock {
+  Value po, pl, out, lseOut, head, tid, qBegin, firstItem, lastItem;
+  /// Outputs to merge: q_len · outputsPerToken (0: nothing to merge).
+  Value total;
+  int64_t outputsPerToken;
+  /// A zero vector of a thread's output width.
+  Value zeros;
+
+  int64_t width() const {
+    return cast<VectorType>(zeros.getType()).getNumElements();
+  }
+};
+
+/// Merge steps for `items` items: kItemsPerStep a step.
+Value itemSteps(OpBuilder &b, Location loc, Value items) {
+  KernelBuilder k{b, loc};
+  return k.div(k.add(items, k.idx(kItemsPerStep - 1)), k.idx(kItemsPerStep));
+}
+
+/// Thread groups that split each output's items (a power of two, at most
+/// kMaxItemGroups; uniform over the block, as the barriers need): as many
+/// as the outputs leave threads for, while each gets two steps of items.
+/// A group's merge pays a step's latency per kItemsPerStep items, the
+/// fold through workgroup memory about one more step.
+Value itemGroupCount(OpBuilder &b, Location loc, Value total, Value items) {
+  KernelBuilder k{b, loc};
+  Value steps = itemSteps(b, loc, items);
+  Value count = k.idx(1);
+  for (int64_t g = 2; g <= kMaxItemGroups; g *= 2) {
+    Value fits = arith::AndIOp::create(
+        b, loc, k.lessThan(k.mul(total, k.idx(g)), k.idx(kThreads + 1)),
+        k.lessThan(k.idx(2 * g - 1), steps));
+    count = arith::SelectOp::create(b, loc, fits, k.idx(g), count);
+  }
+  return count;
+}
+
+/// Every thread merges whole outputs, kThreads apart.
+void mergeOutputs(OpBuilder &b, Location loc, const CombineBlock &c) {
+  KernelBuilder k{b, loc};
+  forLoop(b, loc, c.tid, c.total, k.idx(kThreads), [&](Value flat) {
+    Value token = k.div(flat, k.idx(c.outputsPerToken));
+    Value col = k.mul(k.rem(flat, k.idx(c.outputsPerToken)), k.idx(c.width()));
+    MergeState merge = mergeItems(b, loc, c.pl, c.po, c.firstItem, c.lastItem,
+                                  token, c.head, col, c.zeros);
+    storeOutput(b, loc, merge, c.out, c.lseOut, k.add(c.qBegin, token), c.head,
+                col);
+  });
+}
+
+/// Group g of itemGroups merges the g-th share of each output's items (whole
+/// steps); group 0 folds the groups' merges through `states` and stores.
+/// itemGroupCount leaves a thread of each group for every output.
+void mergeInItemGroups(OpBuilder &b, Location loc, const CombineBlock &c,
+                       Value itemGroups, Value states) {
+  KernelBuilder k{b, loc};
+  Value c0 = k.idx(0), c1 = k.idx(1);
+  auto f32xW = cast<VectorType>(c.zeros.getType());
+  Value groupThreads = k.div(k.idx(kThreads), itemGroups);
+  Value group = k.div(c.tid, groupThreads), slot = k.rem(c.tid, groupThreads);
+  Value steps = itemSteps(b, loc, k.sub(c.lastItem, c.firstItem));
+  Value groupItems =
+      k.mul(k.div(k.add(steps, k.sub(itemGroups, c1)), itemGroups),
+            k.idx(kItemsPerStep));
+  Value groupBegin =
+      k.minS(k.add(c.firstItem, k.mul(group, groupItems)), c.lastItem);
+  Value groupEnd = k.minS(k.add(groupBegin, groupItems), c.lastItem);
+  Value active = k.lessThan(slot, c.total);
+  Value token = k.div(slot, k.idx(c.outputsPerToken));
+  Value col = k.mul(k.rem(slot, k.idx(c.outputsPerToken)), k.idx(c.width()));
+  // A thread past the outputs merges no items (and reaches the barrier).
+  Value begin = arith::SelectOp::create(b, loc, active, groupBegin, groupEnd);
+  MergeState own = mergeItems(b, loc, c.pl, c.po, begin, groupEnd, token,
+                              c.head, col, c.zeros);
+  storeState(b, loc, states, c.tid, own);
+  gpu::BarrierOp::create(b, loc);
+  Value folds = arith::AndIOp::create(
+      b, loc, active,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, group, c0));
+  ifThen(b, loc, folds, [&] {
+    auto fold = scf::ForOp::create(
+        b, loc, c0, itemGroups, c1,
+        ValueRange{k.f32(-INFINITY), k.f32(0.0), c.zeros},
+        [&](OpBuilder &ib, Location, Value g, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(ib.getInsertionBlock());
+          MergeState part = loadState(
+              b, loc, states, k.add(k.mul(g, groupThreads), slot), f32xW);
+          MergeState sum = foldStates(b, loc, {acc[0], acc[1], acc[2]}, part);
+          scf::YieldOp::create(b, loc,
+                               ValueRange{sum.max, sum.weight, sum.merged});
+        });
+    storeOutput(b, loc,
+                {fold.getResult(0), fold.getResult(1), fold.getResult(2)},
+                c.out, c.lseOut, k.add(c.qBegin, token), c.head, col);
+  });
+}
+
 } // namespace
 
 gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
@@ -149,22 +305,26 @@ gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
       MemRefType::get({dyn, numHeads, vDim}, bf16),
       MemRefType::get({dyn, numHeads}, f32)};
   int64_t width = vDim % 4 == 0 ? 4 : vDim % 2 == 0 ? 2 : 1;
-  auto func = gpu::GPUFuncOp::create(mb, loc, name,
-                                     FunctionType::get(ctx, args, {}));
+  auto statesType = ldsType({stateRows(width), kThreads}, f32);
+  auto func =
+      gpu::GPUFuncOp::create(mb, loc, name, FunctionType::get(ctx, args, {}),
+                             TypeRange{statesType}, TypeRange{});
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), bb.getUnitAttr());
   func.setKnownBlockSizeAttr(bb.getDenseI32ArrayAttr({kThreads, 1, 1}));
-  func->setAttr("rocdl.flat_work_group_size", bb.getStringAttr("256,256"));
-  func->setAttr(MLADialect::kLaunchAttrName,
-                launchAttr(bb,
-                           {std::string(dim::kSequences),
-                            std::to_string(numHeads), "1"},
-                           kThreads, /*ldsBytes=*/0,
-                           {arg::kPartialOut, arg::kPartialLse,
-                            arg::kItemIndptr, arg::kQoIndptr, arg::kOut,
-                            arg::kLse},
-                           args,
-                           {bb.getNamedAttr("waits_for_previous",
-                                            bb.getBoolAttr(waitsForPrevious))}));
+  func->setAttr("rocdl.flat_work_group_size",
+                bb.getStringAttr(std::to_string(kThreads) + "," +
+                                 std::to_string(kThreads)));
+  func->setAttr(
+      MLADialect::kLaunchAttrName,
+      launchAttr(bb,
+                 {std::string(dim::kSequences), std::to_string(numHeads), "1"},
+                 kThreads,
+                 /*ldsBytes=*/4 * stateRows(width) * kThreads,
+                 {arg::kPartialOut, arg::kPartialLse, arg::kItemIndptr,
+                  arg::kQoIndptr, arg::kOut, arg::kLse},
+                 args,
+                 {bb.getNamedAttr("waits_for_previous",
+                                  bb.getBoolAttr(waitsForPrevious))}));
 
   OpBuilder b(ctx);
   b.setInsertionPointToStart(&func.getBody().front());
@@ -185,24 +345,32 @@ gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
   if (waitsForPrevious)
     NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::wait);
   // A sequence with one work item was written by the partial kernel.
-  Value split = k.lessThan(c1, k.sub(lastItem, firstItem));
+  Value items = k.sub(lastItem, firstItem);
+  Value split = k.lessThan(c1, items);
   // Each thread merges `width` consecutive outputs (token, columns) of the
   // block's head at a time: one aligned vector load of each item's
   // partials (the runtime requires the workspace and out 16-byte aligned),
   // one vector store.
-  int64_t groups = vDim / width;
+  int64_t outputsPerToken = vDim / width;
   auto f32xW = VectorType::get({width}, f32);
   Value zeros = arith::ConstantOp::create(b, loc, f32xW,
                                           DenseElementsAttr::get(f32xW, 0.0f));
   Value total = arith::SelectOp::create(
-      b, loc, split, k.mul(qLen, k.idx(groups)), c0);
-  forLoop(b, loc, tid, total, k.idx(kThreads), [&](Value flat) {
-    Value token = k.div(flat, k.idx(groups));
-    Value col = k.mul(k.rem(flat, k.idx(groups)), k.idx(width));
-    MergeState merge = mergeItems(b, loc, pl, po, firstItem, lastItem, token,
-                                  head, col, zeros);
-    storeOutput(b, loc, merge, out, lseOut, k.add(qBegin, token), head, col);
-  });
+      b, loc, split, k.mul(qLen, k.idx(outputsPerToken)), c0);
+  CombineBlock block{
+      po,        pl,       out,   lseOut,          head, tid, qBegin,
+      firstItem, lastItem, total, outputsPerToken, zeros};
+  Value itemGroups = itemGroupCount(b, loc, total, items);
+  auto grouped = scf::IfOp::create(b, loc, k.lessThan(c1, itemGroups),
+                                   /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(grouped.thenBlock());
+    mergeInItemGroups(b, loc, block, itemGroups,
+                      func.getWorkgroupAttributions()[0]);
+    b.setInsertionPointToStart(grouped.elseBlock());
+    mergeOutputs(b, loc, block);
+  }
   gpu::ReturnOp::create(b, loc);
   return func;
 }
