@@ -43,6 +43,17 @@ struct MergeState {
   Value max, weight, merged;
 };
 
+/// What a merge's exponents are taken relative to: its largest lse, or 0
+/// while that is -inf (no item, or only empty ones: never -inf - -inf).
+Value exponentShift(OpBuilder &b, Location loc, Value max) {
+  KernelBuilder k{b, loc};
+  return arith::SelectOp::create(
+      b, loc,
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, max,
+                            k.f32(-INFINITY)),
+      k.f32(0.0), max);
+}
+
 /// The merge of the items firstItem .. lastItem of one output (token,
 /// head, `width` columns from col) in one pass: kItemsPerStep items a
 /// step, every load of a step issued before its first use, the running
@@ -74,13 +85,7 @@ MergeState mergeItems(OpBuilder &b, Location loc, Value pl, Value po,
               /*nontemporal=*/false, llvm::Align(f32xW.getNumElements() * 4)));
           stepMax = k.fmax(stepMax, lses.back());
         }
-        // Exponents relative to the largest lse so far (0 while every item
-        // was empty: never -inf - -inf).
-        Value shift = arith::SelectOp::create(
-            b, loc,
-            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, stepMax,
-                                  negInf),
-            k.f32(0.0), stepMax);
+        Value shift = exponentShift(b, loc, stepMax);
         auto expOf = [&](Value x) {
           return math::ExpOp::create(b, loc,
                                      arith::SubFOp::create(b, loc, x, shift));
@@ -110,11 +115,7 @@ MergeState foldStates(OpBuilder &b, Location loc, MergeState acc,
                       MergeState part) {
   KernelBuilder k{b, loc};
   Value max = k.fmax(acc.max, part.max);
-  Value shift = arith::SelectOp::create(
-      b, loc,
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, max,
-                            k.f32(-INFINITY)),
-      k.f32(0.0), max);
+  Value shift = exponentShift(b, loc, max);
   auto scaled = [&](const MergeState &m, Value v) {
     Value factor = math::ExpOp::create(
         b, loc, arith::SubFOp::create(b, loc, m.max, shift));
@@ -155,37 +156,6 @@ MergeState loadState(OpBuilder &b, Location loc, Value states, Value tid,
           vector::FromElementsOp::create(b, loc, f32xW, columns)};
 }
 
-/// The merged output (bf16) and its lse; a token whose items were all
-/// empty gets zeros and -inf.
-void storeOutput(OpBuilder &b, Location loc, const MergeState &m, Value out,
-                 Value lseOut, Value tokenRow, Value head, Value col) {
-  KernelBuilder k{b, loc};
-  auto f32xW = cast<VectorType>(m.merged.getType());
-  Value zeros = arith::ConstantOp::create(b, loc, f32xW,
-                                          DenseElementsAttr::get(f32xW, 0.0f));
-  Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                     m.weight, k.f32(0.0));
-  Value value = arith::SelectOp::create(
-      b, loc, seen,
-      arith::DivFOp::create(
-          b, loc, m.merged,
-          vector::BroadcastOp::create(b, loc, f32xW, m.weight)),
-      zeros);
-  vector::StoreOp::create(
-      b, loc,
-      arith::TruncFOp::create(b, loc, f32xW.clone(b.getBF16Type()), value), out,
-      ValueRange{tokenRow, head, col}, /*nontemporal=*/false,
-      llvm::Align(2 * f32xW.getNumElements()));
-  Value firstCol =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, col, k.idx(0));
-  ifThen(b, loc, firstCol, [&] {
-    Value lse = arith::SelectOp::create(
-        b, loc, seen, k.fadd(m.max, math::LogOp::create(b, loc, m.weight)),
-        k.f32(-INFINITY));
-    memref::StoreOp::create(b, loc, lse, lseOut, ValueRange{tokenRow, head});
-  });
-}
-
 /// One combine block's work: the outputs of one sequence and head.
 struct CombineBlock {
   Value po, pl, out, lseOut, head, tid, qBegin, firstItem, lastItem;
@@ -199,6 +169,37 @@ struct CombineBlock {
     return cast<VectorType>(zeros.getType()).getNumElements();
   }
 };
+
+/// The merged output (bf16) of (token, col) and its lse; a token whose
+/// items were all empty gets zeros and -inf.
+void storeOutput(OpBuilder &b, Location loc, const CombineBlock &c,
+                 const MergeState &m, Value token, Value col) {
+  KernelBuilder k{b, loc};
+  auto f32xW = cast<VectorType>(c.zeros.getType());
+  Value tokenRow = k.add(c.qBegin, token);
+  Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                     m.weight, k.f32(0.0));
+  Value value = arith::SelectOp::create(
+      b, loc, seen,
+      arith::DivFOp::create(
+          b, loc, m.merged,
+          vector::BroadcastOp::create(b, loc, f32xW, m.weight)),
+      c.zeros);
+  vector::StoreOp::create(
+      b, loc,
+      arith::TruncFOp::create(b, loc, f32xW.clone(b.getBF16Type()), value),
+      c.out, ValueRange{tokenRow, c.head, col}, /*nontemporal=*/false,
+      llvm::Align(2 * f32xW.getNumElements()));
+  Value firstCol =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, col, k.idx(0));
+  ifThen(b, loc, firstCol, [&] {
+    Value lse = arith::SelectOp::create(
+        b, loc, seen, k.fadd(m.max, math::LogOp::create(b, loc, m.weight)),
+        k.f32(-INFINITY));
+    memref::StoreOp::create(b, loc, lse, c.lseOut,
+                            ValueRange{tokenRow, c.head});
+  });
+}
 
 /// Merge steps for `items` items: kItemsPerStep a step.
 Value itemSteps(OpBuilder &b, Location loc, Value items) {
@@ -232,8 +233,7 @@ void mergeOutputs(OpBuilder &b, Location loc, const CombineBlock &c) {
     Value col = k.mul(k.rem(flat, k.idx(c.outputsPerToken)), k.idx(c.width()));
     MergeState merge = mergeItems(b, loc, c.pl, c.po, c.firstItem, c.lastItem,
                                   token, c.head, col, c.zeros);
-    storeOutput(b, loc, merge, c.out, c.lseOut, k.add(c.qBegin, token), c.head,
-                col);
+    storeOutput(b, loc, c, merge, token, col);
   });
 }
 
@@ -279,9 +279,9 @@ void mergeInItemGroups(OpBuilder &b, Location loc, const CombineBlock &c,
           scf::YieldOp::create(b, loc,
                                ValueRange{sum.max, sum.weight, sum.merged});
         });
-    storeOutput(b, loc,
+    storeOutput(b, loc, c,
                 {fold.getResult(0), fold.getResult(1), fold.getResult(2)},
-                c.out, c.lseOut, k.add(c.qBegin, token), c.head, col);
+                token, col);
   });
 }
 
