@@ -313,10 +313,9 @@ def median_ms(fn, launches=50, warmup=5):
     return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
-def graph_median_ms(fn, launches=50, per_graph=10):
-    """Median milliseconds of one call of `fn` replayed from a CUDA graph of
-    `per_graph` calls (the device time without the host's launch gaps), over
-    at least `launches` calls."""
+def captured_graph(fn, per_graph):
+    """A CUDA graph of `per_graph` calls of `fn`, warmed up and replayed
+    once."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -326,6 +325,14 @@ def graph_median_ms(fn, launches=50, per_graph=10):
             fn()
     graph.replay()
     torch.cuda.synchronize()
+    return graph
+
+
+def graph_median_ms(fn, launches=50, per_graph=10):
+    """Median milliseconds of one call of `fn` replayed from a CUDA graph of
+    `per_graph` calls (the device time without the host's launch gaps), over
+    at least `launches` calls."""
+    graph = captured_graph(fn, per_graph)
     replays = max(5, -(-launches // per_graph))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
