@@ -71,6 +71,9 @@ private:
   void bindArguments(mlir::gpu::GPUFuncOp func);
   void emitBody(mlir::OpBuilder &b);
   void emitUnit(mlir::OpBuilder &b, mlir::Value unit);
+  /// griddepcontrol.launch_dependents: the combine kernel may launch once
+  /// every block has issued it or ended (emitBody says where it is issued).
+  void emitCombineLaunch(mlir::OpBuilder &b);
   /// The work item's sequence, positions and the thread's row.
   mlir::Value emitWorkAssignment(mlir::OpBuilder &b, mlir::Value unit);
   mlir::Value emitSequenceLength(mlir::OpBuilder &b);
@@ -309,6 +312,13 @@ private:
   mlir::Value c0, c1, scoreScale, outScale, negInf;
   /// The thread's row's score scale (scoreScale, over fp8's Q row scale).
   mlir::Value rowScoreScale;
+  /// Where a full grid (more units than half its blocks) releases the
+  /// combine's launch: in the block's last unit, before its tiles if it
+  /// has more than kLongUnitTiles, else after them.
+  static constexpr int64_t kLongUnitTiles = 4;
+  struct {
+    mlir::Value fullGrid, lastUnit;
+  } combineLaunch;
 };
 
 } // namespace mla

@@ -188,26 +188,43 @@ void SM90PartialKernel::emitBody(OpBuilder &b) {
   // The combine kernel's launch: its blocks take what SMs have free and
   // wait there for this whole grid before they read the partials
   // (buildCombineKernel's waitsForPrevious). Released at once where the
-  // plan's units leave at least half the grid idle; else as each block
-  // has run its units (an idle block as it ends): a grid full of units
-  // leaves only its idle blocks' few SMs free, and the combine's blocks
-  // would crowd onto those (H100, fp8 B = 4, kv = 8192, 256 units of 2
-  // tiles: the combine 11.2 -> 6.0 us after the partial kernel;
-  // docs/performance.md).
-  int64_t roomyUnits = workgroups / 2;
+  // plan's units leave at least half the grid idle; else by each block as
+  // it starts its last unit where that unit is long, as it ends otherwise
+  // (an idle block at once): a grid full of units leaves only its idle
+  // blocks' few SMs free, and the combine's blocks would crowd onto those
+  // (H100, fp8 B = 4, kv = 8192, 256 units of 2 tiles: the combine 11.2
+  // -> 6.0 us after the partial kernel), while blocks whose last units
+  // end unevenly free their SMs for it one by one (mxfp4 B = 256, kv =
+  // 8192: 658 -> 651 us; docs/performance.md).
   Value units = k.loadIndex(args.workgroupUnits, {k.idx(workgroups)});
-  auto launchCombine = [&] {
-    NVVM::GriddepcontrolOp::create(b, loc,
-                                   NVVM::GridDepActionKind::launch_dependents);
-  };
-  ifThen(b, loc, k.lessThan(units, k.idx(roomyUnits + 1)), launchCombine);
+  Value roomyGrid = k.lessThan(units, k.idx(workgroups / 2 + 1));
+  Value idle =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, first, last);
+  ifThen(b, loc, arith::OrIOp::create(b, loc, roomyGrid, idle),
+         [&] { emitCombineLaunch(b); });
+  combineLaunch = {k.lessThan(k.idx(workgroups / 2), units), k.sub(last, c1)};
   forLoop(b, loc, first, last, c1, [&](Value unit) { emitUnit(b, unit); });
-  ifThen(b, loc, k.lessThan(k.idx(roomyUnits), units), launchCombine);
   gpu::ReturnOp::create(b, loc);
 }
 
+void SM90PartialKernel::emitCombineLaunch(OpBuilder &b) {
+  NVVM::GriddepcontrolOp::create(b, loc,
+                                 NVVM::GridDepActionKind::launch_dependents);
+}
+
 void SM90PartialKernel::emitUnit(OpBuilder &b, Value unit) {
+  KernelBuilder k{b, loc};
   Value blockHasRows = emitWorkAssignment(b, unit);
+  // The block's last unit on a full grid releases the combine's launch:
+  // before its tiles where it has more than kLongUnitTiles, else after.
+  Value lastOnFullGrid = arith::AndIOp::create(
+      b, loc, combineLaunch.fullGrid,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, unit,
+                            combineLaunch.lastUnit));
+  Value length = k.sub(item.end, item.begin);
+  Value longUnit = k.lessThan(k.idx(kLongUnitTiles * tile), length);
+  ifThen(b, loc, arith::AndIOp::create(b, loc, lastOnFullGrid, longUnit),
+         [&] { emitCombineLaunch(b); });
   // Uniform over the block: every thread reaches the same barriers.
   ifThen(b, loc, blockHasRows, [&] {
     rowScoreScale = scoreScale;
@@ -237,6 +254,9 @@ void SM90PartialKernel::emitUnit(OpBuilder &b, Value unit) {
     // The next unit overwrites Q and the tile that others may still read.
     gpu::BarrierOp::create(b, loc);
   });
+  Value shortUnit = k.lessThan(length, k.idx(kLongUnitTiles * tile + 1));
+  ifThen(b, loc, arith::AndIOp::create(b, loc, lastOnFullGrid, shortUnit),
+         [&] { emitCombineLaunch(b); });
 }
 
 Value SM90PartialKernel::emitSequenceLength(OpBuilder &b) {
