@@ -200,6 +200,7 @@ class Ours:
         qo, kv_indptr = batch["qo"], batch["kv_indptr"]
         self.plan, info, work = rt.plan(kernel, qo, kv_indptr,
                                         batch.get("last_page_len"))
+        self.info = info
         dev = "cuda"
         self.work = torch.frombuffer(bytearray(work), dtype=torch.uint8).to(dev)
         self.workspace = torch.empty(max(1, info.workspace_bytes),
