@@ -314,6 +314,24 @@ def median_ms(fn, launches=50, warmup=5):
     return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
+def shape_tool_args(description):
+    """The command line of the per-shape tools (timeline.py, stamps.py)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--lib", required=True, help="libMLARuntime.so")
+    ap.add_argument("--artifact", required=True, help="an .mla file")
+    ap.add_argument("--format", default="fp8")
+    ap.add_argument("--heads", type=int, default=16)
+    ap.add_argument("shapes", nargs="+", help="B:KV (q_len 1)")
+    return ap.parse_args()
+
+
+def shape_batch(args, shape):
+    """B, kv and the batch of a per-shape tool's B:KV (q_len 1)."""
+    B, L = (int(v) for v in shape.split(":"))
+    return B, L, make_batch(args.format, args.heads, [L] * B, [1] * B,
+                            seed=B * L + args.heads)
+
+
 def captured_graph(fn, per_graph):
     """A CUDA graph of `per_graph` calls of `fn`, warmed up and replayed
     once."""

@@ -1,28 +1,26 @@
 """Where a one-tile decode's time goes inside the sm_90a kernels, on the GPU
 machine.
 
-Copies an fp8 artifact (its bulk-copy partial kernel) with its PTX
-instrumented: thread 0 of every
-partial-kernel block writes %globaltimer at its start (P0), after its
-griddepcontrol.wait (P1), as it expects its first tile's bytes (P2: the
-work list's dependent loads done), after its last tile's mbarrier wait (P3:
-the copies and Q's load done), at its first global store (P4: the tile's
-compute and the epilogue's reductions done) and at its end (P5), and its
-SM; the
-combine's blocks of head block 0 at their start, after their wait and at
-their end. Then replays a CUDA graph of decodes (as bench.py times them,
-one cache copy) and prints the phases' medians over the busy blocks, in µs
-from the first block's start (the last call of the graph).
+Copies an fp8 artifact (its partial kernel's tiles come by bulk copies)
+with its PTX instrumented: thread 0 of every partial-kernel block writes
+%globaltimer at its start (P0), after its griddepcontrol.wait (P1), as it
+expects its first tile's bytes (P2: the work list's dependent loads done),
+after its last tile's mbarrier wait (P3: the copies and Q's load done), at
+its first global store (P4: the tile's compute and the epilogue's
+reductions done) and at its end (P5), and its SM; the combine's blocks of
+head block 0 at their start, after their wait and at their end. Then
+replays a CUDA graph of decodes (as bench.py times them, one cache copy)
+and prints the phases' medians over the busy blocks, in µs from the first
+block's start (the last call of the graph).
 
 The stamps go to the partial workspace, so every sequence must be a single
-work item (written by the partial kernel directly; kv <= 64 for B <= 264,
-or B * kv <= 264 tiles): the script refuses other shapes. Measurement
-only: the instrumented kernels are never shipped.
+work item (written by the partial kernel directly): the script refuses a
+shape whose plan splits a sequence. Measurement only: the instrumented
+kernels are never shipped.
 
   python3 bench/h200/stamps.py --lib LIB --artifact fp8_h16.mla \\
-      [--format fp8] [--heads 16] B:KV [B:KV ...]
+      [--heads 16] B:KV [B:KV ...]
 """
-import argparse
 import io
 import json
 import os
@@ -40,7 +38,7 @@ import bench  # noqa: E402
 import mla_runtime  # noqa: E402
 
 SLOT = 64           # bytes of stamps a block
-COMBINE_AT = 32768  # the combine's stamps, after the partial kernel's 264 slots
+COMBINE_AT = 32768  # the combine's stamps, after the partial kernel's blocks'
 PER_GRAPH = 8
 
 KERNELS = ("mla_partial_decode", "mla_combine")
@@ -135,6 +133,10 @@ def instrumented_artifact(path, directory):
         files = {n: t.extractfile(n).read() for n in names}
     manifest = json.loads(files["manifest.json"])
     params = {k: partial_out_param(manifest, k) for k in KERNELS}
+    grid = next(int(k["grid"][0]) for k in manifest["kernels"]
+                if k["name"] == KERNELS[0])
+    if grid * SLOT > COMBINE_AT:
+        sys.exit(f"stamps: a grid of {grid} blocks overruns the stamps")
     ptx = instrument(files["kernels.ptx"].decode(), params).encode()
     files["kernels.ptx"] = ptx
     for f in manifest["files"]:
@@ -147,11 +149,11 @@ def instrumented_artifact(path, directory):
             info = tarfile.TarInfo(n)
             info.size, info.mode = len(files[n]), 0o644
             t.addfile(info, io.BytesIO(files[n]))
-    return out
+    return out, grid
 
 
-def report(B, L, words):
-    part = [words[8 * j:8 * j + 8] for j in range(264)]
+def report(B, L, grid, words):
+    part = [words[8 * j:8 * j + 8] for j in range(grid)]
     base = COMBINE_AT // 8
     comb = [words[base + 8 * j:base + 8 * j + 3] for j in range(min(B, 64))]
     t0 = min(p[0] for p in part if p[0])
@@ -177,10 +179,13 @@ def report(B, L, words):
         if group:
             line += (f"; {len(group)} {name} end (median) "
                      f"{at([statistics.median(p[5] for p in group)], max):.2f}")
-    every = [p[7] & 0xFFFFFFFF for p in part]
-    line += (f"; blocks 0-131 on {len(set(every[:132]))} SMs, block j and "
-             f"j + 132 on one for {sum(a == b for a, b in zip(every, every[132:]))}"
-             f", j and j + 1 for {sum(a == b for a, b in zip(every, every[1:]))}")
+    # Where the hardware put the blocks (two an SM): the first half on as
+    # many SMs, or j beside j + grid / 2, or beside j + 1?
+    every, half = [p[7] & 0xFFFFFFFF for p in part], grid // 2
+    line += (f"; blocks 0-{half - 1} on {len(set(every[:half]))} SMs, "
+             f"block j and j + {half} on one for "
+             f"{sum(a == b for a, b in zip(every, every[half:]))}, j and j + 1 "
+             f"for {sum(a == b for a, b in zip(every, every[1:]))}")
     comb = [c for c in comb if c[0]]
     if comb:
         line += (f"; combine start {at([c[0] for c in comb], min):.2f}, "
@@ -190,20 +195,15 @@ def report(B, L, words):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--lib", required=True, help="libMLARuntime.so")
-    ap.add_argument("--artifact", required=True, help="an .mla file")
-    ap.add_argument("--format", default="fp8")
-    ap.add_argument("--heads", type=int, default=16)
-    ap.add_argument("shapes", nargs="+", help="B:KV (q_len 1)")
-    args = ap.parse_args()
+    args = bench.shape_tool_args(__doc__.splitlines()[0])
+    if args.format != "fp8":
+        sys.exit("stamps: fp8 artifacts only (bulk-copy kernels)")
     rt = mla_runtime.Runtime(args.lib)
     with tempfile.TemporaryDirectory() as tmp:
-        kernel, _ = rt.load(instrumented_artifact(args.artifact, tmp))
+        path, grid = instrumented_artifact(args.artifact, tmp)
+        kernel, _ = rt.load(path)
     for shape in args.shapes:
-        B, L = (int(v) for v in shape.split(":"))
-        batch = bench.make_batch(args.format, args.heads, [L] * B, [1] * B,
-                                 seed=B * L + args.heads)
+        B, L, batch = bench.shape_batch(args, shape)
         ours = bench.Ours(rt, kernel, batch)
         items = ours.info.num_work_items
         if items != B:
@@ -217,7 +217,7 @@ def main():
             graph.replay()
             torch.cuda.synchronize()
             words = ours.workspace[:COMBINE_AT + 64 * SLOT].view(torch.int64)
-            print(report(B, L, words.cpu().tolist()), flush=True)
+            print(report(B, L, grid, words.cpu().tolist()), flush=True)
         rt.destroy_plan(ours.plan)
         del ours, graph
 

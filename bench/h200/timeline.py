@@ -10,7 +10,6 @@ little, its end after the predecessor's says what it costs.
   python3 bench/h200/timeline.py --lib LIB --artifact fp8_h16.mla \\
       [--format fp8] [--heads 16] B:KV [B:KV ...]
 """
-import argparse
 import json
 import os
 import statistics
@@ -43,19 +42,11 @@ def kernel_spans(graph):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--lib", required=True, help="libMLARuntime.so")
-    ap.add_argument("--artifact", required=True, help="an .mla file")
-    ap.add_argument("--format", default="fp8")
-    ap.add_argument("--heads", type=int, default=16)
-    ap.add_argument("shapes", nargs="+", help="B:KV (q_len 1)")
-    args = ap.parse_args()
+    args = bench.shape_tool_args(__doc__.splitlines()[0])
     rt = mla_runtime.Runtime(args.lib)
     kernel, _ = rt.load(args.artifact)
     for shape in args.shapes:
-        B, L = (int(v) for v in shape.split(":"))
-        batch = bench.make_batch(args.format, args.heads, [L] * B, [1] * B,
-                                 seed=B * L + args.heads)
+        B, L, batch = bench.shape_batch(args, shape)
         size = bench.cache_bytes(args.format, B * L)
         copies = max(1, min(16, -(-4 * bench.L2_BYTES // size)))
         ours = bench.Ours(rt, kernel, batch, copies)
