@@ -177,8 +177,17 @@ void SM90PartialKernel::emitBody(OpBuilder &b) {
     outScale = k.load(args.kvScale, {c0});
     scoreScale = k.fmul(outScale, scoreScale);
   }
-  // The persistent grid: block j runs units [indptr[j], indptr[j+1]).
-  Value id = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  // The persistent grid: logical workgroup j runs units [indptr[j],
+  // indptr[j+1]), and the plan spreads a batch's units evenly over them.
+  // The hardware places the grid's first SMs blocks mostly one an SM and
+  // block s + SMs mostly beside block s, so logical workgroups 2 s and
+  // 2 s + 1 run as blocks s and s + SMs: a plan that leaves half the grid
+  // idle gives each busy block an SM (H100, fp8, 64 one-tile units: the
+  // last ends 4.7 us after the first starts, not 6.6; docs/performance.md).
+  int64_t sms = workgroups / plan.blocksPerSM();
+  Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value id = k.add(k.mul(k.rem(block, k.idx(sms)), k.idx(plan.blocksPerSM())),
+                   k.div(block, k.idx(sms)));
   Value first = k.loadIndex(args.workgroupUnits, {id});
   Value last = k.loadIndex(args.workgroupUnits, {k.add(id, c1)});
   if (plan.bulkCopies()) {
