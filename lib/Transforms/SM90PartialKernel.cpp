@@ -179,8 +179,8 @@ void SM90PartialKernel::emitBody(OpBuilder &b) {
   }
   // The persistent grid: logical workgroup j runs units [indptr[j],
   // indptr[j+1]), and the plan spreads a batch's units evenly over them.
-  // The hardware places the grid's first SMs blocks mostly one an SM and
-  // block s + SMs mostly beside block s, so logical workgroups 2 s and
+  // The hardware places blocks 0 .. SMs - 1 mostly one an SM and block
+  // s + SMs mostly beside block s, so logical workgroups 2 s and
   // 2 s + 1 run as blocks s and s + SMs: a plan that leaves half the grid
   // idle gives each busy block an SM (H100, fp8, 64 one-tile units: the
   // last ends 4.7 us after the first starts, not 6.6; docs/performance.md).
