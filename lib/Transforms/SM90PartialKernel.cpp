@@ -184,10 +184,13 @@ void SM90PartialKernel::emitBody(OpBuilder &b) {
   // 2 s + 1 run as blocks s and s + SMs: a plan that leaves half the grid
   // idle gives each busy block an SM (H100, fp8, 64 one-tile units: the
   // last ends 4.7 us after the first starts, not 6.6; docs/performance.md).
-  int64_t sms = workgroups / plan.blocksPerSM();
-  Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value id = k.add(k.mul(k.rem(block, k.idx(sms)), k.idx(plan.blocksPerSM())),
-                   k.div(block, k.idx(sms)));
+  // Blocks one an SM run logical workgroup j as block j.
+  Value id = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  if (plan.blocksPerSM() > 1) {
+    int64_t sms = workgroups / plan.blocksPerSM();
+    id = k.add(k.mul(k.rem(id, k.idx(sms)), k.idx(plan.blocksPerSM())),
+               k.div(id, k.idx(sms)));
+  }
   Value first = k.loadIndex(args.workgroupUnits, {id});
   Value last = k.loadIndex(args.workgroupUnits, {k.add(id, c1)});
   if (plan.bulkCopies()) {
