@@ -16,10 +16,20 @@ cmake -S "$root/runtime" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 cmake --build "$build" > "$build.log" || { cat "$build.log"; exit 1; }
 # What ptxas makes of the PTX (the driver JITs the same): registers, spills,
 # shared memory per kernel.
+# The artifacts checked: bench.py's --artifacts where given.
+artifacts=$root/bench/h200/artifacts
+args=("$@")
+for i in "${!args[@]}"; do
+  [ "${args[$i]}" = --artifacts ] && artifacts=${args[$((i + 1))]:-$artifacts}
+done
 export PATH=$PATH:/usr/local/cuda/bin
 if command -v ptxas > /dev/null; then
-  tar xOf "$root/bench/h200/artifacts/fp8_h16.mla" kernels.ptx > /tmp/fp8_h16.ptx
-  ptxas -arch=sm_90a -v /tmp/fp8_h16.ptx -o /tmp/fp8_h16.cubin 2>&1 | grep -E "Compiling|Used|spill" || true
+  for format in fp8 bf16 mxfp4; do
+    tar xOf "$artifacts/${format}_h16.mla" kernels.ptx > "/tmp/${format}_h16.ptx" ||
+      continue
+    ptxas -arch=sm_90a -v "/tmp/${format}_h16.ptx" -o "/tmp/${format}_h16.cubin" 2>&1 |
+      grep -E "Compiling|Used|spill" || true
+  done
 fi
 # NCU=FORMAT:B:KV:H:Q_LEN: the partial kernel of that one shape under
 # Nsight Compute (DRAM throughput and bytes; the clocks left alone).

@@ -180,19 +180,40 @@ void SM90PartialKernel::emitBody(OpBuilder &b) {
   // The persistent grid: logical workgroup j runs units [indptr[j],
   // indptr[j+1]), and the plan spreads a batch's units evenly over them.
   // The hardware places blocks 0 .. SMs - 1 mostly one an SM and block
-  // s + SMs mostly beside block s, so logical workgroups 2 s and
-  // 2 s + 1 run as blocks s and s + SMs: a plan that leaves half the grid
-  // idle gives each busy block an SM (H100, fp8, 64 one-tile units: the
-  // last ends 4.7 us after the first starts, not 6.6; docs/performance.md).
+  // s + SMs mostly beside block s. Where the plan's units leave half the
+  // grid idle, logical workgroups 2 s and 2 s + 1 run as blocks s and
+  // s + SMs, which gives each busy block an SM (H100, fp8, 64 one-tile
+  // units: the last ends 4.7 us after the first starts, not 6.6); a
+  // fuller grid keeps logical workgroup j as block j, whose idle tail
+  // leaves whole SMs free for the combine's first blocks (B = 32 and 64,
+  // kv = 1024: 2-4% faster so; docs/performance.md). Both candidates'
+  // bounds load beside the unit count: the choice adds no dependent load.
   // Blocks one an SM run logical workgroup j as block j.
-  Value id = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value first = k.loadIndex(args.workgroupUnits, {block});
+  Value last = k.loadIndex(args.workgroupUnits, {k.add(block, c1)});
+  Value spreadFirst, spreadLast;
   if (plan.blocksPerSM() > 1) {
     int64_t sms = workgroups / plan.blocksPerSM();
-    id = k.add(k.mul(k.rem(id, k.idx(sms)), k.idx(plan.blocksPerSM())),
-               k.div(id, k.idx(sms)));
+    Value spread =
+        k.add(k.mul(k.rem(block, k.idx(sms)), k.idx(plan.blocksPerSM())),
+              k.div(block, k.idx(sms)));
+    spreadFirst = k.loadIndex(args.workgroupUnits, {spread});
+    spreadLast = k.loadIndex(args.workgroupUnits, {k.add(spread, c1)});
   }
-  Value first = k.loadIndex(args.workgroupUnits, {id});
-  Value last = k.loadIndex(args.workgroupUnits, {k.add(id, c1)});
+  Value units = k.loadIndex(args.workgroupUnits, {k.idx(workgroups)});
+  Value roomyGrid = k.lessThan(units, k.idx(workgroups / 2 + 1));
+  if (spreadFirst) {
+    // The choice also reads both loaded bounds (always true: indptr never
+    // decreases), so that LLVM cannot fold the selects of loads into loads
+    // from a selected address, which would wait for the unit count.
+    Value choice = arith::AndIOp::create(
+        b, loc, roomyGrid,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, spreadFirst,
+                              spreadLast));
+    first = arith::SelectOp::create(b, loc, choice, spreadFirst, first);
+    last = arith::SelectOp::create(b, loc, choice, spreadLast, last);
+  }
   if (plan.bulkCopies()) {
     emitStageBarrierInit(b, /*invalidate=*/false);
     gpu::BarrierOp::create(b, loc);
@@ -208,8 +229,6 @@ void SM90PartialKernel::emitBody(OpBuilder &b) {
   // -> 6.0 us after the partial kernel), while blocks whose last units
   // end unevenly free their SMs for it one by one (mxfp4 B = 256, kv =
   // 8192: 658 -> 651 us; docs/performance.md).
-  Value units = k.loadIndex(args.workgroupUnits, {k.idx(workgroups)});
-  Value roomyGrid = k.lessThan(units, k.idx(workgroups / 2 + 1));
   Value idle =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, first, last);
   ifThen(b, loc, arith::OrIOp::create(b, loc, roomyGrid, idle),
