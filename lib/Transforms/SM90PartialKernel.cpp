@@ -177,6 +177,12 @@ void SM90PartialKernel::emitBody(OpBuilder &b) {
     outScale = k.load(args.kvScale, {c0});
     scoreScale = k.fmul(outScale, scoreScale);
   }
+  if (plan.decodesTile()) {
+    // The decoded tile's values are scaled by 2^-kTileExponentShift.
+    double undo = std::ldexp(1.0, SM90KernelPlan::kTileExponentShift);
+    outScale = k.f32(undo);
+    scoreScale = k.f32(op.getEffectiveSmScale() * 1.4426950408889634 * undo);
+  }
   // The persistent grid: logical workgroup j runs units [indptr[j],
   // indptr[j+1]), and the plan spreads a batch's units evenly over them.
   // The hardware places blocks 0 .. SMs - 1 mostly one an SM and block
@@ -369,7 +375,15 @@ void SM90PartialKernel::emitQLoad(OpBuilder &b) {
   for (const QChunk &c :
        loadQChunks(b, thread.tid, threads, (chunks + threads - 1) / threads))
     ifThen(b, loc, c.valid, [&] {
-      vector::StoreOp::create(b, loc, c.values, smem.q, ValueRange{c.row, c.col},
+      Value values = c.values;
+      if (plan.decodesTile()) {
+        // In the decoded tile's column order (an 8-column chunk is a group).
+        SmallVector<int64_t> order;
+        for (int64_t p = 0; p < SM90KernelPlan::kDecodedGroup; ++p)
+          order.push_back(SM90KernelPlan::decodedColumn(p));
+        values = vector::ShuffleOp::create(b, loc, values, values, order);
+      }
+      vector::StoreOp::create(b, loc, values, smem.q, ValueRange{c.row, c.col},
                               /*nontemporal=*/false, llvm::Align(16));
     });
 }
@@ -688,9 +702,13 @@ void SM90PartialKernel::emitEpilogue(OpBuilder &b, scf::ForOp loop) {
   Value runSum = rowReduce(b, loop.getResult(1), /*isMax=*/false);
   Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, runSum,
                                      k.f32(0.0));
-  Value factor = arith::SelectOp::create(
-      b, loc, seen, arith::DivFOp::create(b, loc, outScale, runSum),
-      k.f32(0.0));
+  // A power-of-two outScale (mxfp4's 2^kTileExponentShift) multiplies the
+  // reciprocal, exactly: no full division.
+  Value factor =
+      plan.decodesTile()
+          ? k.fmul(arith::DivFOp::create(b, loc, k.f32(1.0), runSum), outScale)
+          : Value(arith::DivFOp::create(b, loc, outScale, runSum));
+  factor = arith::SelectOp::create(b, loc, seen, factor, k.f32(0.0));
   Value lse = arith::SelectOp::create(
       b, loc, seen,
       k.fmul(k.fadd(runMax, math::Log2Op::create(b, loc, runSum)),

@@ -292,8 +292,13 @@ SM90PartialKernel::outputVectors(OpBuilder &b) {
     }
     return vectors;
   }
-  // The pair of block j: columns 8 block + 2 t, + 1.
+  // The pair of block j: columns 8 block + 2 t, + 1; in the decoded tile's
+  // order (mxfp4) the pair the lanes' trade leaves (tradeWithNeighbour):
+  // columns 8 block + 4 (t mod 2) + 2 (t / 2), + 1.
   Value t2 = k.mul(thread.pair, k.idx(2));
+  if (plan.decodesTile())
+    t2 = k.add(k.mul(k.rem(thread.pair, k.idx(2)), k.idx(4)),
+               k.mul(k.div(thread.pair, k.idx(2)), k.idx(2)));
   for (int64_t j = 0; j < plan.outputBlocksPerWarp(); ++j) {
     Value block = k.add(thread.warp, k.idx(plan.warps() * j));
     vectors.push_back({k.add(k.mul(block, k.idx(8)), t2),
@@ -427,17 +432,46 @@ SM90PartialKernel::OutputRow SM90PartialKernel::outputRow(OpBuilder &b,
           {item.slot, token, head}};
 }
 
+SmallVector<Value> SM90PartialKernel::tradeWithNeighbour(OpBuilder &b,
+                                                         ValueRange pair) {
+  KernelBuilder k{b, loc};
+  // Lane t holds decoded positions 2 t, 2 t + 1 of a group: columns t and
+  // t + 4. Lanes 2 u and 2 u + 1 trade one value each (every lane of the
+  // warp shuffles): the even keeps columns 2 u, 2 u + 1, the odd 2 u + 4,
+  // 2 u + 5.
+  Value odd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                    k.rem(thread.pair, k.idx(2)), c0);
+  Value sent = arith::SelectOp::create(b, loc, odd, pair[0], pair[1]);
+  Value received = gpu::ShuffleOp::create(b, loc, sent, k.i32(1), k.i32(32),
+                                          gpu::ShuffleMode::XOR)
+                       .getShuffleResult();
+  return {arith::SelectOp::create(b, loc, odd, received, pair[0]),
+          arith::SelectOp::create(b, loc, odd, pair[1], received)};
+}
+
 void SM90PartialKernel::emitOutputStores(OpBuilder &b, ValueRange acc,
                                          Value direct) {
   KernelBuilder k{b, loc};
   SmallVector<OutputVector> vectors = outputVectors(b);
+  int64_t fragmentAcc = 4 * plan.outputBlocksPerWarp();
+  SmallVector<Value> outputs(acc);
+  // mxfp4: whole column pairs, traded once for both branches.
+  if (plan.decodesTile())
+    for (int64_t rowHalf = 0; rowHalf < 2 * plan.rowFragments(); ++rowHalf)
+      for (const OutputVector &v : vectors) {
+        int64_t first = (rowHalf / 2) * fragmentAcc + 2 * (rowHalf % 2);
+        Value &a0 = outputs[first + v.accumulators[0]];
+        Value &a1 = outputs[first + v.accumulators[1]];
+        SmallVector<Value> pair = tradeWithNeighbour(b, {a0, a1});
+        a0 = pair[0];
+        a1 = pair[1];
+      }
   // Final rows to out as bf16, else to the item's partials; one vector of
   // consecutive columns a store (one address), one branch for the choice.
   auto stores = [&](bool final) {
     return [&, final](OpBuilder &bb, Location) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(bb.getInsertionBlock(), bb.getInsertionPoint());
-      int64_t fragmentAcc = 4 * plan.outputBlocksPerWarp();
       for (int64_t rowHalf = 0; rowHalf < 2 * plan.rowFragments(); ++rowHalf) {
         // Rows g + 8 rowHalf: fragment rowHalf / 2, its half rowHalf % 2.
         int64_t f = rowHalf / 2, half = rowHalf % 2;
@@ -446,7 +480,7 @@ void SM90PartialKernel::emitOutputStores(OpBuilder &b, ValueRange acc,
           SmallVector<Value> values;
           for (int64_t a : v.accumulators)
             values.push_back(
-                k.fmul(acc[f * fragmentAcc + a + 2 * half], row.factor));
+                k.fmul(outputs[f * fragmentAcc + a + 2 * half], row.factor));
           // A vector's first column is a multiple of its width and Dv of
           // 8, so each store is aligned to its size (the runtime requires
           // out and the workspace 16-byte aligned): one wide store, not a

@@ -55,73 +55,80 @@ Value isThreadZero(OpBuilder &b, Location loc, Value tid) {
 /// Bytes of a cache row each thread moves per step: one 16-byte load.
 constexpr int64_t kChunk = 16;
 
-
 /// 32 E2M1 codes (16 bytes, low nibble first) times their block's E8M0
-/// scale, as 32 bf16. Per four values (two bytes): the magnitudes' bf16
-/// high and low bytes from two 8-entry tables by prmt, the four sign bits
-/// into the high bytes' bit 7 (the two bytes spread to b, b, b', b' by one
-/// prmt: two signs land in place, the other two one nibble low), the
-/// bytes interleaved into two bf16 pairs by prmt, and the scale (2^(s -
-/// 127), a bf16: s = 0 gives 0, s = 255 infinity, as the gfx950 kernel)
-/// applied by bf16x2 multiplies, exactly. (Shifting each sign into place
-/// alone made the decode pass 6.1 SASS instructions a value, 4.7 now:
-/// docs/performance.md.)
+/// scale and 2^-kTileExponentShift, as 32 bf16 in the tile's column order
+/// (SM90KernelPlan::decodedColumn: each 8 codes as v0 v4 v1 v5 v2 v6 v3
+/// v7). Codes i and i + 4 of a word lie 16 bits apart, a bf16 pair's two
+/// halves: one mask keeps them, one multiply by 2^6 + 2^12 moves each
+/// magnitude to its half's bits 6-8 (exponent 0-3, mantissa's top bit)
+/// and its sign to bit 15, one mask drops the rest: the values times
+/// 2^-126, exactly (code 1, 0.5, is the subnormal 2^-127). One bf16x2
+/// multiply by 2^(s - 9) (a normal bf16 for s = 0 .. 136) then scales the
+/// pair, exactly where the products are normal (s >= 10; below, values
+/// under 2^-126 keep fewer bits); larger scales take a second multiply by
+/// 2^(s - 136) (s = 255 gives infinity). Codes 2, 3 and 6, 7 first shift
+/// down a byte.
+/// 17 instructions a word of 8 codes; the prmt tables took 22.
 Value e2m1ToBf16(OpBuilder &b, Location loc, Value bytes, Value scaleCode) {
   KernelBuilder k{b, loc};
+  Type i32 = b.getI32Type();
   auto pairType = VectorType::get({2}, b.getBF16Type());
-  auto i32x1 = VectorType::get({1}, b.getI32Type());
-  Value words = vector::BitCastOp::create(
-      b, loc, VectorType::get({4}, b.getI32Type()), bytes);
-  // The scale's bf16 bits, twice.
-  Value s = arith::ExtUIOp::create(b, loc, b.getI32Type(), scaleCode);
-  Value half = arith::ShLIOp::create(b, loc, s, k.i32(7));
-  Value scalePair = arith::OrIOp::create(
-      b, loc, half, arith::ShLIOp::create(b, loc, half, k.i32(16)));
-  auto asPair = [&](Value i32) {
+  auto i32x1 = VectorType::get({1}, i32);
+  Value words =
+      vector::BitCastOp::create(b, loc, VectorType::get({4}, i32), bytes);
+  auto asPair = [&](Value bits) {
     return vector::BitCastOp::create(
-        b, loc, pairType, vector::BroadcastOp::create(b, loc, i32x1, i32));
+        b, loc, pairType, vector::BroadcastOp::create(b, loc, i32x1, bits));
   };
-  Value scale = asPair(scalePair);
-  // bf16 of 0, 0.5, 1, 1.5, 2, 3, 4, 6: high and low bytes.
-  Value highLo = k.i32(0x3F3F3F00), highHi = k.i32(0x40404040);
-  Value lowLo = k.i32(0xC0800000), lowHi = k.i32(0xC0804000);
-  Value zero = k.i32(0);
+  auto bf16Twice = [&](Value exponentField) {
+    Value half = arith::ShLIOp::create(b, loc, exponentField, k.i32(7));
+    return asPair(arith::OrIOp::create(
+        b, loc, half, arith::ShLIOp::create(b, loc, half, k.i32(16))));
+  };
+  // 2^(s - 9 - 126 + 126): the bf16 exponent field s + 127 - 9 - (its
+  // excess past 254); the excess, 2^(s - 136), in a second multiply.
+  constexpr int64_t kShift = SM90KernelPlan::kTileExponentShift;
+  static_assert(kShift == 8, "2^(s - 9) assumes the tile's 2^-8");
+  Value s = arith::ExtUIOp::create(b, loc, i32, scaleCode);
+  Value field = arith::AddIOp::create(b, loc, s, k.i32(127 - 1 - kShift));
+  Value large = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, field,
+                                      k.i32(254));
+  Value scale = bf16Twice(arith::MinUIOp::create(b, loc, field, k.i32(254)));
+  Value excess = bf16Twice(arith::SubIOp::create(b, loc, s, k.i32(9)));
   SmallVector<Value> pairs;
   for (int64_t w = 0; w < 4; ++w) {
     Value word = vector::ExtractOp::create(b, loc, words, ArrayRef<int64_t>{w});
-    Value magnitudes =
-        arith::AndIOp::create(b, loc, word, k.i32(0x77777777));
-    for (int64_t quad = 0; quad < 2; ++quad) {
-      // Values 4 quad .. 4 quad + 3: prmt reads the selector's low 16 bits.
-      Value selector = quad == 0 ? magnitudes
-                                 : arith::ShRUIOp::create(b, loc, magnitudes,
-                                                          k.i32(16));
-      Value high = permute(b, loc, highLo, highHi, selector);
-      Value low = permute(b, loc, lowLo, lowHi, selector);
-      // Bytes 2 quad, 2 quad, 2 quad + 1, 2 quad + 1 of the word: value j's
-      // sign sits at bit 8 j + 7 for odd j, 8 j + 3 for even j.
-      int64_t b0 = 2 * quad, b1 = 2 * quad + 1;
-      Value spread = permute(b, loc, word, zero,
-                             k.i32(b0 | b0 << 4 | b1 << 8 | b1 << 12));
-      Value signs = arith::OrIOp::create(
-          b, loc, arith::AndIOp::create(b, loc, spread, k.i32(0x80008000)),
-          arith::AndIOp::create(
-              b, loc, arith::ShLIOp::create(b, loc, spread, k.i32(4)),
-              k.i32(0x00800080)));
-      high = arith::OrIOp::create(b, loc, high, signs);
-      for (int64_t j = 0; j < 4; j += 2) {
-        // Bytes (low j, high j, low j+1, high j+1).
-        Value bits = permute(b, loc, low, high,
-                             k.i32(j | (j + 4) << 4 | (j + 1) << 8 |
-                                   (j + 5) << 12));
-        pairs.push_back(arith::MulFOp::create(b, loc, asPair(bits), scale));
-      }
+    Value high = arith::ShRUIOp::create(b, loc, word, k.i32(8));
+    for (int64_t i = 0; i < 4; ++i) {
+      Value source = i < 2 ? word : high;
+      int64_t nibble = 4 * (i % 2);
+      Value codes =
+          arith::AndIOp::create(b, loc, source, k.i32(0x000F000F << nibble));
+      Value moved = arith::MulIOp::create(
+          b, loc, codes, k.i32((1 << (6 - nibble)) + (1 << (12 - nibble))));
+      Value bits = arith::AndIOp::create(b, loc, moved, k.i32(0x81C081C0));
+      pairs.push_back(arith::MulFOp::create(b, loc, asPair(bits), scale));
     }
   }
+  // Scales past 136 (rare: values past 2^9 · 6): a second multiply.
+  auto twice = scf::IfOp::create(
+      b, loc, TypeRange(SmallVector<Type>(pairs.size(), pairType)), large,
+      /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(twice.thenBlock());
+    SmallVector<Value> scaled;
+    for (Value pair : pairs)
+      scaled.push_back(arith::MulFOp::create(b, loc, pair, excess));
+    scf::YieldOp::create(b, loc, scaled);
+    b.setInsertionPointToStart(twice.elseBlock());
+    scf::YieldOp::create(b, loc, pairs);
+  }
   SmallVector<Value> values;
-  for (Value pair : pairs)
+  for (Value pair : twice.getResults())
     for (int64_t e = 0; e < 2; ++e)
-      values.push_back(vector::ExtractOp::create(b, loc, pair, ArrayRef<int64_t>{e}));
+      values.push_back(
+          vector::ExtractOp::create(b, loc, pair, ArrayRef<int64_t>{e}));
   return vector::FromElementsOp::create(
       b, loc, VectorType::get({32}, b.getBF16Type()), values);
 }

@@ -229,6 +229,19 @@ public:
   /// mxfp4 is decoded into a bf16 operand tile; bf16 and fp8 stages are
   /// the operands.
   bool decodesTile() const { return s.format == CacheFormat::MXFP4; }
+  /// The decoded tile holds the values times 2^-kTileExponentShift, so
+  /// that one bf16 multiply scales a decoded pair for every E8M0 scale up
+  /// to 136 (the scores' scale and the output's factor undo it), and each
+  /// 8 columns in the order the decode makes them: position p of a group
+  /// holds its column decodedColumn(p) (0 4 1 5 2 6 3 7). Q is stored in
+  /// that order too; PV's outputs come out in it, and the stores trade a
+  /// value between neighbouring lanes to write whole column pairs.
+  static constexpr int64_t kTileExponentShift = 8;
+  static constexpr int64_t kDecodedGroup = 8;
+  static int64_t decodedColumn(int64_t position) {
+    int64_t p = position % kDecodedGroup;
+    return position - p + p / 2 + (p % 2) * (kDecodedGroup / 2);
+  }
   /// A stage's row: the cache row's bytes (E2M1 pairs for mxfp4, whose
   /// E8M0 scales travel in registers: cp.async moves 4, 8 or 16 bytes),
   /// padded like the operand tile for bf16 (unless swizzled); fp8's rows
