@@ -7,9 +7,10 @@
 // enters the operand tile exactly: a bf16 stage is the operand tile, an fp8
 // e4m3 code (without its per-tensor scale) becomes f16 by the hardware's
 // cvt.rn.f16x2.e4m3x2 (the fp8 kernel's operands are f16), an E2M1 value
-// times its E8M0 block scale is a bf16 number, looked up by prmt and
-// scaled by bf16x2 multiplies (sm_90a has no fp4 conversion). Tile rows
-// past the item repeat its last position; their scores are masked.
+// times its E8M0 block scale (and 2^-8) is a bf16 number, its bits made
+// by masks and an integer multiply and scaled by bf16x2 multiplies (sm_90a
+// has no fp4 conversion). Tile rows past the item repeat its last
+// position; their scores are masked.
 //
 //===----------------------------------------------------------------------===//
 
