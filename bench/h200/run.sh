@@ -14,14 +14,14 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem \
 cmake -S "$root/runtime" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   > "$build.configure.log" || { cat "$build.configure.log"; exit 1; }
 cmake --build "$build" > "$build.log" || { cat "$build.log"; exit 1; }
-# What ptxas makes of the PTX (the driver JITs the same): registers, spills,
-# shared memory per kernel.
 # The artifacts checked: bench.py's --artifacts where given.
 artifacts=$root/bench/h200/artifacts
 args=("$@")
 for i in "${!args[@]}"; do
   [ "${args[$i]}" = --artifacts ] && artifacts=${args[$((i + 1))]:-$artifacts}
 done
+# What ptxas makes of the PTX (the driver JITs the same): registers, spills,
+# shared memory per kernel.
 export PATH=$PATH:/usr/local/cuda/bin
 if command -v ptxas > /dev/null; then
   for format in fp8 bf16 mxfp4; do

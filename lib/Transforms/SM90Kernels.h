@@ -201,11 +201,11 @@ private:
   /// output n-blocks.
   llvm::SmallVector<mlir::Value> emitOutputMma(mlir::OpBuilder &b,
                                                mlir::ValueRange acc);
-  /// The accumulators times the rows' final factors, to out or the partials.
   /// A lane's output pair in the decoded tile's column order (mxfp4) as a
   /// pair of consecutive columns, by one shuffle with its neighbour.
   llvm::SmallVector<mlir::Value> tradeWithNeighbour(mlir::OpBuilder &b,
                                                     mlir::ValueRange pair);
+  /// The accumulators times the rows' final factors, to out or the partials.
   void emitOutputStores(mlir::OpBuilder &b, mlir::ValueRange acc,
                         mlir::Value direct);
   /// The row's factor into shared memory (the row's first thread).

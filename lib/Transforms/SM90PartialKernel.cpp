@@ -171,7 +171,8 @@ void SM90PartialKernel::emitBody(OpBuilder &b) {
                          thread.matrixRow);
   // log2(e)·sm_scale (·kv_scale for fp8): dot products -> exp2 scores;
   // fp8's V carries the per-tensor scale into the output.
-  scoreScale = k.f32(op.getEffectiveSmScale() * 1.4426950408889634);
+  double exp2Scale = op.getEffectiveSmScale() * 1.4426950408889634;
+  scoreScale = k.f32(exp2Scale);
   outScale = k.f32(1.0);
   if (format == CacheFormat::FP8) {
     outScale = k.load(args.kvScale, {c0});
@@ -181,7 +182,7 @@ void SM90PartialKernel::emitBody(OpBuilder &b) {
     // The decoded tile's values are scaled by 2^-kTileExponentShift.
     double undo = std::ldexp(1.0, SM90KernelPlan::kTileExponentShift);
     outScale = k.f32(undo);
-    scoreScale = k.f32(op.getEffectiveSmScale() * 1.4426950408889634 * undo);
+    scoreScale = k.f32(exp2Scale * undo);
   }
   // The persistent grid: logical workgroup j runs units [indptr[j],
   // indptr[j+1]), and the plan spreads a batch's units evenly over them.

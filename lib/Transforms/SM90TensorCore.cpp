@@ -453,15 +453,18 @@ void SM90PartialKernel::emitOutputStores(OpBuilder &b, ValueRange acc,
                                          Value direct) {
   KernelBuilder k{b, loc};
   SmallVector<OutputVector> vectors = outputVectors(b);
+  // Rows g + 8 rowHalf: fragment rowHalf / 2, its half rowHalf % 2.
   int64_t fragmentAcc = 4 * plan.outputBlocksPerWarp();
+  auto accIndex = [&](int64_t rowHalf, int64_t a) {
+    return rowHalf / 2 * fragmentAcc + a + 2 * (rowHalf % 2);
+  };
   SmallVector<Value> outputs(acc);
   // mxfp4: whole column pairs, traded once for both branches.
   if (plan.decodesTile())
     for (int64_t rowHalf = 0; rowHalf < 2 * plan.rowFragments(); ++rowHalf)
       for (const OutputVector &v : vectors) {
-        int64_t first = (rowHalf / 2) * fragmentAcc + 2 * (rowHalf % 2);
-        Value &a0 = outputs[first + v.accumulators[0]];
-        Value &a1 = outputs[first + v.accumulators[1]];
+        Value &a0 = outputs[accIndex(rowHalf, v.accumulators[0])];
+        Value &a1 = outputs[accIndex(rowHalf, v.accumulators[1])];
         SmallVector<Value> pair = tradeWithNeighbour(b, {a0, a1});
         a0 = pair[0];
         a1 = pair[1];
@@ -473,14 +476,11 @@ void SM90PartialKernel::emitOutputStores(OpBuilder &b, ValueRange acc,
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(bb.getInsertionBlock(), bb.getInsertionPoint());
       for (int64_t rowHalf = 0; rowHalf < 2 * plan.rowFragments(); ++rowHalf) {
-        // Rows g + 8 rowHalf: fragment rowHalf / 2, its half rowHalf % 2.
-        int64_t f = rowHalf / 2, half = rowHalf % 2;
         OutputRow row = outputRow(b, k.add(thread.group, k.idx(8 * rowHalf)));
         for (const OutputVector &v : vectors) {
           SmallVector<Value> values;
           for (int64_t a : v.accumulators)
-            values.push_back(
-                k.fmul(outputs[f * fragmentAcc + a + 2 * half], row.factor));
+            values.push_back(k.fmul(outputs[accIndex(rowHalf, a)], row.factor));
           // A vector's first column is a multiple of its width and Dv of
           // 8, so each store is aligned to its size (the runtime requires
           // out and the workspace 16-byte aligned): one wide store, not a

@@ -86,16 +86,20 @@ Value e2m1ToBf16(OpBuilder &b, Location loc, Value bytes, Value scaleCode) {
     return asPair(arith::OrIOp::create(
         b, loc, half, arith::ShLIOp::create(b, loc, half, k.i32(16))));
   };
-  // 2^(s - 9 - 126 + 126): the bf16 exponent field s + 127 - 9 - (its
-  // excess past 254); the excess, 2^(s - 136), in a second multiply.
+  // The pair's bits are the values times 2^-126; the tile wants them times
+  // 2^(s - 127 - kShift): a factor 2^(s - 1 - kShift), whose bf16 exponent
+  // field s + 126 - kShift is capped at 254 (2^127), the excess 2^(s - 1 -
+  // kShift - 127) taken by a second multiply.
   constexpr int64_t kShift = SM90KernelPlan::kTileExponentShift;
-  static_assert(kShift == 8, "2^(s - 9) assumes the tile's 2^-8");
+  constexpr int64_t kBias = 127, kMaxField = 254;
   Value s = arith::ExtUIOp::create(b, loc, i32, scaleCode);
-  Value field = arith::AddIOp::create(b, loc, s, k.i32(127 - 1 - kShift));
+  Value field = arith::AddIOp::create(b, loc, s, k.i32(kBias - 1 - kShift));
   Value large = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, field,
-                                      k.i32(254));
-  Value scale = bf16Twice(arith::MinUIOp::create(b, loc, field, k.i32(254)));
-  Value excess = bf16Twice(arith::SubIOp::create(b, loc, s, k.i32(9)));
+                                      k.i32(kMaxField));
+  Value scale =
+      bf16Twice(arith::MinUIOp::create(b, loc, field, k.i32(kMaxField)));
+  Value excess =
+      bf16Twice(arith::SubIOp::create(b, loc, field, k.i32(kMaxField - kBias)));
   SmallVector<Value> pairs;
   for (int64_t w = 0; w < 4; ++w) {
     Value word = vector::ExtractOp::create(b, loc, words, ArrayRef<int64_t>{w});
