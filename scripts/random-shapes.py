@@ -81,6 +81,10 @@ def draw_case(rng):
     # sm_90a: 32-row blocks (at any H: rows past the item's pad).
     if backend == 'sm_90a' and rng.random() < 0.3:
         args += ['--rows-per-wave', '32']
+    # sm_90a: defaults chosen for sequences of 1-4 tokens (32-row blocks
+    # from 32 rows of H x tokens), whatever q_len the batch has.
+    elif backend == 'sm_90a' and rng.random() < 0.3:
+        args += ['--query-tokens', str(rng.randint(1, 4))]
     return args
 
 

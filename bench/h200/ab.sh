@@ -5,7 +5,8 @@
 # clocks and neighbours; no checks, no peers (run.sh checks the one that
 # lands). Prints a line of µs (and % of the streaming read) per shape and
 # the geomean over the GPU MODE eight per folder and round.
-# Usage: FORMATS=fp8 ROUNDS=2 bench/h200/ab.sh DIR_A DIR_B [...]
+# Usage: FORMATS=fp8 ROUNDS=2 bench/h200/ab.sh DIR_A DIR_B [...];
+# ONLY=FORMAT:B:KV:H:Q_LEN[,...] times those shapes instead of FORMATS'.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=/tmp/mla-runtime-build
@@ -19,7 +20,7 @@ for round in $(seq "${ROUNDS:-2}"); do
     out=$(mktemp -d)
     python3 "$root/bench/h200/bench.py" --lib "$build/lib/libMLARuntime.so" \
       --artifacts "$dir" --out "$out" --formats "${FORMATS:-fp8}" \
-      --skip-check --skip-peers > "$out/log" 2>&1 ||
+      --skip-check --skip-peers ${ONLY:+--only "$ONLY"} > "$out/log" 2>&1 ||
       { tail -5 "$out/log"; exit 1; }
     echo "== $dir, round $round"
     # format B kv H q_len: µs (% of read BW)

@@ -589,15 +589,18 @@ def time_shapes(rt, artifacts, bandwidth, formats, launches, log,
     rows_out = []
     for fmt in formats:
         for (B, L, H, n_q) in shapes:
-            key = f"{fmt}_h{H}"
-            if key not in artifacts:
+            # An artifact compiled for the shape's query tokens where there
+            # is one (compile.sh: --query-tokens), else the format's at H.
+            key = next((k for k in (f"{fmt}_h{H}_q{n_q}", f"{fmt}_h{H}")
+                        if k in artifacts), None)
+            if key is None:
                 continue
             kernel, info = artifacts[key]
             batch = make_batch(fmt, H, [L] * B, [n_q] * B, seed=B * L + H)
             size = cache_bytes(fmt, B * L)
             copies = max(1, min(16, -(-4 * L2_BYTES // size)))
             row = {"format": fmt, "B": B, "kv": L, "H": H, "q_len": n_q,
-                   "cache_bytes": size}
+                   "artifact": key, "cache_bytes": size}
             ours = Ours(rt, kernel, batch, copies)
             ours()
             torch.cuda.synchronize()

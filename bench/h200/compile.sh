@@ -19,6 +19,11 @@ for fmt in bf16 fp8 mxfp4; do
     variant "decode_$fmt" "$heads" "${fmt}_h$heads"
   done
 done
+# For sequences of 4 query tokens (the q_len 4 shape): NAME_qN is compiled
+# with --query-tokens N.
+for fmt in bf16 fp8 mxfp4; do
+  variant "decode_$fmt" 16 "${fmt}_h16_q4"
+done
 variant decode_fp8_paged 16 fp8_h16_p64
 # 64 heads, pages of 16 rows (the example's cache is ?x64x576xf8E4M3FN).
 sed "s/?x64x576xf8/?xPAGEx576xf8/g; s/?x16x/?x64x/g; s/?xPAGEx/?x16x/g" \
@@ -36,6 +41,8 @@ paged mxfp4 128 256 mxfp4_h128_p256
 paged mxfp4 16 16 mxfp4_h16_p16
 for f in "$tmp"/*.mlir; do
   name=$(basename "$f" .mlir)
-  "$compile" --target h200 --no-emu "$f" -o "$out/$name.mla"
+  tokens=()
+  [[ $name =~ _q([1-4])$ ]] && tokens=(--query-tokens "${BASH_REMATCH[1]}")
+  "$compile" --target h200 --no-emu "${tokens[@]}" "$f" -o "$out/$name.mla"
 done
 ls "$out"

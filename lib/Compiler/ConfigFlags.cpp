@@ -37,14 +37,20 @@ ConfigFlags::ConfigFlags(cl::OptionCategory &category)
       pipelineStages("pipeline-stages",
                      cl::desc("KV tiles in flight (default: the config's "
                               "choice)"),
-                     cl::init(0), cl::cat(category)) {}
+                     cl::init(0), cl::cat(category)),
+      queryTokens("query-tokens",
+                  cl::desc("Query tokens per sequence the defaults are "
+                           "chosen for, 1..4 (every launch still takes "
+                           "1..4; default 1)"),
+                  cl::init(1), cl::cat(category)) {}
 
 bool ConfigFlags::anyGiven() const {
   return target.getNumOccurrences() || splits.getNumOccurrences() ||
          kvTile.getNumOccurrences() || headsPerWorkgroup.getNumOccurrences() ||
          wavesPerWorkgroup.getNumOccurrences() ||
          wavesPerRowGroup.getNumOccurrences() ||
-         rowsPerWave.getNumOccurrences() || pipelineStages.getNumOccurrences();
+         rowsPerWave.getNumOccurrences() ||
+         pipelineStages.getNumOccurrences() || queryTokens.getNumOccurrences();
 }
 
 DecodePipelineOptions ConfigFlags::options() const {
@@ -57,5 +63,6 @@ DecodePipelineOptions ConfigFlags::options() const {
   options.wavesPerRowGroup = wavesPerRowGroup.getValue();
   options.rowsPerWave = rowsPerWave.getValue();
   options.pipelineStages = pipelineStages.getValue();
+  options.queryTokens = queryTokens.getValue();
   return options;
 }

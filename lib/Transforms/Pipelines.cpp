@@ -74,6 +74,7 @@ mla::selectConfigOptions(const DecodePipelineOptions &options) {
   config.wavesPerRowGroup = options.wavesPerRowGroup;
   config.rowsPerWave = options.rowsPerWave;
   config.pipelineStages = options.pipelineStages;
+  config.queryTokens = options.queryTokens;
   return config;
 }
 

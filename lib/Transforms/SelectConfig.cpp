@@ -63,22 +63,22 @@ int64_t defaultRowGroupWaves(int64_t waves, int64_t headsPerWg,
   return rowsPerWave > 16 ? std::max<int64_t>(split, 2) : split;
 }
 
-/// sm_90a: 32-row blocks where a token's rows fill them (H a multiple of
-/// 32): for bf16 and mxfp4 (H100: 21-31% faster, on 64-row tiles that only
-/// one block an SM holds; mxfp4's decoded tile shared by twice the rows),
-/// for fp8 from H = 64 (2-10% faster; 1.5% slower at H = 32); all also
-/// gain at q_len 2-4, which the config cannot see (docs/performance.md).
-/// Not where a forced tile or warp count leaves the block unbuildable.
-int64_t defaultSM90Rows(CacheFormat format, int64_t headsPerWg,
+/// sm_90a: 32-row blocks where a sequence's query tokens have that many
+/// rows (`tokenRows` = heads_per_workgroup x query-tokens; the last block
+/// of a sequence's rows may be part idle): for bf16 and mxfp4 from 32 rows
+/// (H100: 15-32% faster at H = 16 with 2-4 tokens and at H = 32-128, 48
+/// and 80 with one: 64-row tiles that only one block an SM holds, mxfp4's
+/// decoded tile shared by twice the rows), for fp8 from 64 (up to 11%
+/// faster; 1-7% slower at 32 and 48 rows); docs/performance.md. Not where a
+/// forced tile or warp count leaves the block unbuildable.
+int64_t defaultSM90Rows(CacheFormat format, int64_t tokenRows,
                         int64_t forcedTile, int64_t forcedWarps) {
   constexpr int64_t rows = 2 * SM90KernelPlan::kFragmentRows;
   bool fits =
       (forcedTile == 0 || forcedTile >= 32) &&
       (forcedWarps == 0 || forcedWarps == SM90KernelPlan::warpsFor(rows));
-  int64_t fromHeads = format == CacheFormat::FP8 ? 2 * rows : rows;
-  return headsPerWg % rows == 0 && headsPerWg >= fromHeads && fits
-             ? rows
-             : SM90KernelPlan::kFragmentRows;
+  int64_t fromRows = format == CacheFormat::FP8 ? 2 * rows : rows;
+  return tokenRows >= fromRows && fits ? rows : SM90KernelPlan::kFragmentRows;
 }
 
 /// gfx950: 32 query rows a wave where a token has them (H a multiple of 32):
@@ -135,6 +135,11 @@ struct MLASelectConfigPass
     TargetAttr target = serializeTarget(ctx, *info);
     bool isGpu = info->arch->waveSize > 1;
 
+    if (queryTokens < 1 || queryTokens > kMaxQueryTokens) {
+      getOperation()->emitError() << "query-tokens = " << int64_t(queryTokens)
+                                  << " is not in 1.." << kMaxQueryTokens;
+      return signalPassFailure();
+    }
     bool nvidia = isNVIDIAArch(info->arch->arch);
     WalkResult result = getOperation()->walk([&](DecodeOp op) {
       int64_t heads = op.getNumHeads();
@@ -152,8 +157,8 @@ struct MLASelectConfigPass
       CacheFormat format = cacheFormat(op.getKvFormat());
       int64_t waveRows =
           pick(rowsPerWave,
-               nvidia  ? defaultSM90Rows(format, headsPerWg, kvTile,
-                                         wavesPerWorkgroup)
+               nvidia  ? defaultSM90Rows(format, headsPerWg * queryTokens,
+                                         kvTile, wavesPerWorkgroup)
                : isGpu ? defaultRowsPerWave(format, headsPerWg,
                                             wavesPerRowGroup, op.getPageSize(),
                                             kvTile != 0 ? kvTile : kDefaultTile)

@@ -10,6 +10,8 @@
 // RUN: not mla-opt %s --split-input-file --mla-select-config="pipeline-stages=-2" 2>&1 | FileCheck %s --check-prefix=STAGES
 // RUN: not mla-opt %s --split-input-file --mla-select-config="waves-per-row-group=3" 2>&1 | FileCheck %s --check-prefix=ROWGROUP
 // RUN: not mla-opt %s --split-input-file --mla-select-config="target=gfx942" 2>&1 | FileCheck %s --check-prefix=TARGET
+// RUN: not mla-opt %s --split-input-file --mla-select-config="query-tokens=5" 2>&1 | FileCheck %s --check-prefix=TOKENS
+// RUN: not mla-opt %s --split-input-file --mla-select-config="target=h200 query-tokens=0" 2>&1 | FileCheck %s --check-prefix=TOKENS0
 
 // TILE: error: 'mla.decode' op kv_tile = 48 must be a positive power of two
 // SPLITS0: error: 'mla.decode' op uniform split_policy needs splits >= 1, got splits = 0
@@ -19,6 +21,8 @@
 // WAVES: error: 'mla.decode' op waves_per_workgroup = 32 gives 2048 threads, more than 1024
 // STAGES: error: 'mla.decode' op pipeline_stages = -2 must be at least 1
 // ROWGROUP: error: 'mla.decode' op waves_per_row_group = 3 must be positive and divide waves_per_workgroup = 4
+// TOKENS: error: query-tokens = 5 is not in 1..4
+// TOKENS0: error: query-tokens = 0 is not in 1..4
 // TARGET: error: unknown target 'gfx942' (known: gfx950, mi355x, sm_90a, h200, h100, host)
 
 // A bf16 cache row is 1152 bytes: 3 stages of 64 rows exceed 160 KiB (the

@@ -31,7 +31,7 @@ public:
 private:
   llvm::cl::opt<std::string> target;
   llvm::cl::opt<int64_t> splits, kvTile, headsPerWorkgroup, wavesPerWorkgroup,
-      wavesPerRowGroup, rowsPerWave, pipelineStages;
+      wavesPerRowGroup, rowsPerWave, pipelineStages, queryTokens;
 };
 
 } // namespace mla

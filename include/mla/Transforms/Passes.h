@@ -84,6 +84,11 @@ struct DecodePipelineOptions
       *this, "pipeline-stages",
       llvm::cl::desc("KV tiles in flight (0 = the config's choice)"),
       llvm::cl::init(0)};
+  Option<int64_t> queryTokens{
+      *this, "query-tokens",
+      llvm::cl::desc("Query tokens per sequence the defaults are chosen for, "
+                     "1..4 (every launch still takes 1..4)"),
+      llvm::cl::init(1)};
   /// gfx950 and sm_90a pipelines only.
   Option<GFX950Level> stopAt{
       *this, "stop-at",

@@ -73,10 +73,12 @@ def MLASelectConfigPass : Pass<"mla-select-config"> {
     multiples of 16; 1 on the host;
     `pipeline_stages` 2 on gfx950, 1 on the host; `split_policy = balanced`.
     On sm_90a: 8 warps (`waves_per_workgroup`) serving 16 rows, 16 warps
-    serving 32 (`rows_per_wave`) where heads_per_workgroup is a multiple
-    of 32, for fp8 from 64, for bf16 and mxfp4 from 32 (unless a forced
-    kv_tile under 32 or warp count rules it out); 2 stages; the largest
-    kv_tile whose stages fit two 16-row blocks an SM, or one 32-row block.
+    serving 32 (`rows_per_wave`) where a sequence's query tokens have that
+    many rows (heads_per_workgroup x `query-tokens`), for fp8 from 64, for
+    bf16 and mxfp4 from 32 (unless a forced kv_tile under 32 or warp count
+    rules it out); 2 stages; the largest kv_tile whose stages fit two
+    16-row blocks an SM, or one 32-row block. `query-tokens` (1..4) only
+    chooses: the kernels take every q_len from 1 to 4.
 
     Before:
 
@@ -115,7 +117,10 @@ def MLASelectConfigPass : Pass<"mla-select-config"> {
     Option<"pipelineStages", "pipeline-stages", "int64_t", /*default=*/"0",
            "KV tiles in flight (0 = choose)">,
     Option<"splits", "splits", "int64_t", /*default=*/"-1",
-           "Work items per sequence (uniform split); -1 = balanced planner">
+           "Work items per sequence (uniform split); -1 = balanced planner">,
+    Option<"queryTokens", "query-tokens", "int64_t", /*default=*/"1",
+           "Query tokens per sequence the defaults are chosen for, 1..4 "
+           "(every launch still takes 1..4)">
   ];
   // It writes #mla.target and #mla.config, also into a module that holds
   // no mla op yet.
