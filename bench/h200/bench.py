@@ -16,8 +16,9 @@ C API, and in the same process:
      implementation and the seed's Triton kernel (fp8): CUDA events around
      replays of a CUDA graph of 8 or more calls (the device time without the
      host's launch gaps; our launches are graph-capturable), >= 50 calls
-     after warm-up, the cache rotated over copies larger than the L2; ours
-     also launched eagerly from the host. Then writes the table.
+     after 0.1 s of warm-up calls, the cache rotated over copies larger
+     than the L2; ours also launched eagerly from the host. Then writes
+     the table.
 """
 import argparse
 import json
@@ -298,12 +299,29 @@ def seed_decode(batch, sm_scale, copies=1):
 
 # --- measuring ---------------------------------------------------------------
 
-def median_ms(fn, launches=50, warmup=5):
+# Calls before a timing: at least this long. The first ~30 ms of calls after
+# a new cache is allocated beside freed ones ran slower on an H100 (fp8, B =
+# 256, kv = 8192: 475 us, then 400 in every later timing; docs/performance.md);
+# a decode in service reads a cache it has held for long.
+WARMUP_SECONDS = 0.1
+
+
+def warm_up(fn):
+    """Calls `fn` (in doubling batches) for at least WARMUP_SECONDS."""
+    start, calls = time.perf_counter(), 1
+    while True:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        if time.perf_counter() - start >= WARMUP_SECONDS:
+            return
+        calls *= 2
+
+
+def median_ms(fn, launches=50):
     """Median milliseconds of one call of `fn`, launched from the host each
     time: the launch overhead counts when the GPU outruns the host."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
+    warm_up(fn)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(launches)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(launches)]
     for s, e in zip(starts, ends):
@@ -352,6 +370,7 @@ def graph_median_ms(fn, launches=50, per_graph=10):
     `per_graph` calls (the device time without the host's launch gaps), over
     at least `launches` calls."""
     graph = captured_graph(fn, per_graph)
+    warm_up(graph.replay)
     replays = max(5, -(-launches // per_graph))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
@@ -368,7 +387,7 @@ def graph_median_ms(fn, launches=50, per_graph=10):
 def read_bandwidth():
     """Bytes per second a plain streaming read reaches: the sum of 4 GiB."""
     x = torch.ones(1 << 30, dtype=torch.float32, device="cuda")
-    ms = median_ms(lambda: x.sum(), launches=20, warmup=3)
+    ms = median_ms(lambda: x.sum(), launches=20)
     del x
     return (4 << 30) / (ms * 1e-3)
 
