@@ -66,11 +66,12 @@ int64_t defaultRowGroupWaves(int64_t waves, int64_t headsPerWg,
 /// sm_90a: 32-row blocks where a sequence's query tokens have that many
 /// rows (`tokenRows` = heads_per_workgroup x query-tokens; the last block
 /// of a sequence's rows may be part idle): for bf16 and mxfp4 from 32 rows
-/// (H100: 15-32% faster at H = 16 with 2-4 tokens and at H = 32-128, 48
-/// and 80 with one: 64-row tiles that only one block an SM holds, mxfp4's
-/// decoded tile shared by twice the rows), for fp8 from 64 (up to 11%
-/// faster; 1-7% slower at 32 and 48 rows); docs/performance.md. Not where a
-/// forced tile or warp count leaves the block unbuildable.
+/// (H100, B = 64, kv = 8192: 21-32% faster at H = 16 with 2-4 tokens and
+/// at H = 32-128, 48 and 80 with one; smaller batches gain less, one shape
+/// lost 4%: 64-row tiles that only one block an SM holds, mxfp4's decoded
+/// tile shared by twice the rows), for fp8 from 64 (up to 11% faster; 1-7%
+/// slower at 32 and 48 rows); docs/performance.md. Not where a forced tile
+/// or warp count leaves the block unbuildable.
 int64_t defaultSM90Rows(CacheFormat format, int64_t tokenRows,
                         int64_t forcedTile, int64_t forcedWarps) {
   constexpr int64_t rows = 2 * SM90KernelPlan::kFragmentRows;
