@@ -63,6 +63,8 @@ struct mla_plan_s {
   mla_kernel kernel;
   int32_t numSeqs = 0, numTokens = 0, numKVRows = 0, numWorkItems = 0;
   int32_t numWorkUnits = 0;
+  // Whether a launch runs the combine (LaunchBuffers::combines).
+  bool combines = true;
   // Paged: the pages the batch's page table lists (kv_indptr[num_seqs]);
   // a device plan: the most its page table may list.
   int32_t numKVIndices = 0;
@@ -345,6 +347,7 @@ mla_status createPlan(mla_kernel kernel, int32_t num_seqs,
   p->numTokens = qo_indptr[num_seqs];
   p->numWorkItems = static_cast<int32_t>(list->numItems());
   p->numWorkUnits = static_cast<int32_t>(list->units.size());
+  p->combines = list->needsCombine();
   p->layOut(a, options.workgroups);
   int32_t *words = p->workList.data();
   for (const WorkItem &item : list->items) {
@@ -636,6 +639,7 @@ mla_status launch(mla_kernel kernel, mla_plan plan,
   b.numKVRows = args->num_kv_rows;
   b.numWorkItems = plan->numWorkItems;
   b.numWorkUnits = plan->numWorkUnits;
+  b.combines = plan->combines;
   b.pageSize = a.pageSize;
   b.numKVIndices = plan->numKVIndices;
   if (rt::Error err = kernel->loaded->launch(b, stream))

@@ -142,6 +142,22 @@ TEST(SplitPlanner, BoundsHoldPlansOnAGridLargerThanTheCUs) {
             256);
 }
 
+TEST(SplitPlanner, CombineOnlyWhereASequenceHasTwoItems) {
+  SplitOptions options;
+  options.workgroups = 264;
+  auto needs = [&](std::vector<int64_t> lens) {
+    auto list = planSplits(132, lens, options);
+    EXPECT_TRUE(bool(list));
+    return list->needsCombine();
+  };
+  EXPECT_TRUE(needs(std::vector<int64_t>(4, 1024)));
+  EXPECT_TRUE(needs({8192, 16, 16}));
+  // One item a sequence: the partial kernel writes every output.
+  EXPECT_FALSE(needs(std::vector<int64_t>(256, 8192)));
+  EXPECT_FALSE(needs({100, 0, 64}));
+  EXPECT_FALSE(needs({}));
+}
+
 TEST(SplitPlanner, EmptySequencesGetOneEmptyItem) {
   WorkList list = plan({0, 5, 0});
   EXPECT_EQ(list.numItems(), 3);

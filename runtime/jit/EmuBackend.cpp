@@ -305,6 +305,8 @@ rt::Error EmuKernel::launch(const LaunchBuffers &buffers, void *) {
     return err;
   if (modelTraffic)
     traffic.add(tracker.result());
+  if (!buffers.runs(combine.desc))
+    return rt::Error::success();
   return run(combine, buffers, nullptr);
 }
 

@@ -99,7 +99,11 @@ Expected<PackedLaunch> mla::rt::packLaunch(const ArtifactKernel &kernel,
 
 bool LaunchBuffers::runs(const ArtifactKernel &kernel) const {
   bool isPlan = kernel.name == kernel::kPlan;
-  return planOnly ? isPlan : devicePlan || !isPlan;
+  if (planOnly)
+    return isPlan;
+  if (isPlan)
+    return devicePlan;
+  return kernel.name != kernel::kCombine || combines;
 }
 
 Error Backend::allocate(size_t bytes, void **ptr) {

@@ -41,6 +41,10 @@ struct LaunchBuffers {
   float *partialOut = nullptr, *partialLse = nullptr; // the workspace
   int64_t numSeqs = 0, numTokens = 0, numKVRows = 0, numWorkItems = 0;
   int64_t numWorkUnits = 0;
+  /// Whether the combine runs: a device plan always (its items are
+  /// unknown at launch), a host plan where a sequence has items to merge
+  /// (WorkList::needsCombine).
+  bool combines = true;
   /// A device plan: the plan kernel writes the work list before the partial
   /// kernel reads it; otherwise the host planner wrote it.
   bool devicePlan = false;
@@ -53,7 +57,7 @@ struct LaunchBuffers {
   /// The value of a dim:: size symbol.
   rt::Expected<int64_t> resolve(std::string_view entry) const;
   /// Whether this launch runs `kernel`: the plan kernel only for a device
-  /// plan.
+  /// plan, the combine only where it has items to merge.
   bool runs(const ArtifactKernel &kernel) const;
 };
 

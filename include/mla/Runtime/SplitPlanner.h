@@ -57,6 +57,14 @@ struct WorkList {
   int64_t numItemsOf(int64_t seq) const {
     return seqItemIndptr[seq + 1] - seqItemIndptr[seq];
   }
+  /// Whether a sequence has two items or more: else the partial kernel
+  /// writes every output and the combine has nothing to merge.
+  bool needsCombine() const {
+    for (size_t b = 0; b + 1 < seqItemIndptr.size(); ++b)
+      if (numItemsOf(b) > 1)
+        return true;
+    return false;
+  }
 };
 
 /// Rows items are cut on at the least (SplitOptions::kvTile's default).
