@@ -4,6 +4,9 @@
 # formats at H = 16 and 128 (the timed shapes), more head counts and paged
 # caches for the checks. Usage: bench/h200/compile.sh [OUT_DIR]
 # (default bench/h200/artifacts, git-ignored; run.sh's call carries it).
+# OUT_DIR/runtime-src gets the runtime's sources beside the artifacts, so
+# that ab.sh times each folder with its own runtime (a change may be half
+# kernel, half runtime).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$root/bench/h200/artifacts}
@@ -45,4 +48,6 @@ for f in "$tmp"/*.mlir; do
   [[ $name =~ _q([1-4])$ ]] && tokens=(--query-tokens "${BASH_REMATCH[1]}")
   "$compile" --target h200 --no-emu "${tokens[@]}" "$f" -o "$out/$name.mla"
 done
+rm -rf "$out/runtime-src" && mkdir "$out/runtime-src"
+cp -r "$root/runtime" "$root/include" "$out/runtime-src/"
 ls "$out"
