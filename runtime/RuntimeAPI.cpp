@@ -65,6 +65,9 @@ struct mla_plan_s {
   int32_t numWorkUnits = 0;
   // Whether a launch runs the combine (LaunchBuffers::combines).
   bool combines = true;
+  // The combine grid's column slices (mla::combineSlices).
+  // Device plans: one, the items being unknown at launch.
+  int32_t combineSlices = 1;
   // Paged: the pages the batch's page table lists (kv_indptr[num_seqs]);
   // a device plan: the most its page table may list.
   int32_t numKVIndices = 0;
@@ -348,6 +351,8 @@ mla_status createPlan(mla_kernel kernel, int32_t num_seqs,
   p->numWorkItems = static_cast<int32_t>(list->numItems());
   p->numWorkUnits = static_cast<int32_t>(list->units.size());
   p->combines = list->needsCombine();
+  p->combineSlices = static_cast<int32_t>(
+      combineSlices(*list, a.numHeads, options.workgroups));
   p->layOut(a, options.workgroups);
   int32_t *words = p->workList.data();
   for (const WorkItem &item : list->items) {
@@ -640,6 +645,7 @@ mla_status launch(mla_kernel kernel, mla_plan plan,
   b.numWorkItems = plan->numWorkItems;
   b.numWorkUnits = plan->numWorkUnits;
   b.combines = plan->combines;
+  b.combineSlices = plan->combineSlices;
   b.pageSize = a.pageSize;
   b.numKVIndices = plan->numKVIndices;
   if (rt::Error err = kernel->loaded->launch(b, stream))

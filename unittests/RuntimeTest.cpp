@@ -1257,9 +1257,10 @@ TEST_F(FakeCuda, PacksKernelParametersInOrder) {
   EXPECT_EQ(hook<int (*)()>("fakeCudaLiveModules")(), 0);
 }
 
-/// A host plan whose sequences have one item each launches the partial
-/// kernel alone: it writes every output, the combine would merge nothing.
-TEST_F(FakeCuda, NoCombineWithoutItemsToMerge) {
+/// The combine's grid cuts the columns into slices (its z) where few
+/// sequences have many items (mla::combineSlices), and no combine runs
+/// where no sequence has two items.
+TEST_F(FakeCuda, CombineSlicesFollowTheHostPlan) {
   ContextGuard g;
   mla_kernel kernel = nullptr;
   ASSERT_EQ(load(MLA_BACKEND_CUDA, fp8SM90aArtifact(), &g.context, &kernel),
@@ -1268,20 +1269,27 @@ TEST_F(FakeCuda, NoCombineWithoutItemsToMerge) {
   auto count = hook<int (*)()>("fakeCudaLaunchCount");
   auto get = hook<const char *(*)(int, unsigned *, unsigned *, const uint8_t **,
                                   size_t *)>("fakeCudaLaunch");
-  for (auto [lens, launches] : {std::pair{std::vector<int64_t>{70, 300}, 2},
-                                std::pair{std::vector<int64_t>{70, 100}, 1}}) {
+  for (auto [lens, slices] : {std::pair{std::vector<int64_t>{4096, 4096}, 4u},
+                              std::pair{std::vector<int64_t>{70, 300}, 1u},
+                              std::pair{std::vector<int64_t>{70, 100}, 0u}}) {
     DecodeProblem p = smallProblem(lens, 1);
     mla_plan pl = plan(kernel, p);
     Launchable l(pl, p);
     int before = count();
     ASSERT_EQ(mla_launch(kernel, pl, &l.args, nullptr), MLA_SUCCESS)
         << mla_last_error();
-    ASSERT_EQ(count(), before + launches) << lens[1];
     unsigned grid[3], block[3];
     const uint8_t *params;
     size_t bytes;
-    EXPECT_EQ(std::string(get(count() - 1, grid, block, &params, &bytes)),
-              launches == 2 ? kernel::kCombine : kernel::kPartial);
+    // One item a sequence: the partial kernel wrote every output alone.
+    ASSERT_EQ(count(), before + (slices ? 2 : 1)) << lens[1];
+    std::string last = get(count() - 1, grid, block, &params, &bytes);
+    EXPECT_EQ(last, slices ? kernel::kCombine : kernel::kPartial);
+    if (slices) {
+      EXPECT_EQ(grid[0], 2u);
+      EXPECT_EQ(grid[1], 16u);
+      EXPECT_EQ(grid[2], slices) << lens[0];
+    }
     mla_plan_destroy(pl);
   }
   mla_kernel_destroy(kernel);

@@ -158,6 +158,30 @@ TEST(SplitPlanner, CombineOnlyWhereASequenceHasTwoItems) {
   EXPECT_FALSE(needs({}));
 }
 
+TEST(SplitPlanner, CombineSlicesWhereTheGridHasRoom) {
+  // sm_90a's grid of 264 blocks, H = 16: slices only where a sequence has
+  // 32 items or more, as many as B x H x slices fit the grid, at most 4.
+  SplitOptions options;
+  options.workgroups = 264;
+  auto slices = [&](std::vector<int64_t> lens, int64_t heads = 16) {
+    auto list = planSplits(132, lens, options);
+    EXPECT_TRUE(bool(list));
+    return combineSlices(*list, heads, options.workgroups);
+  };
+  EXPECT_EQ(slices(std::vector<int64_t>(4, 8192)), 4);  // 64 items each
+  EXPECT_EQ(slices(std::vector<int64_t>(8, 8192)), 2);  // 32 items each
+  EXPECT_EQ(slices(std::vector<int64_t>(16, 8192)), 1); // 16 items each
+  EXPECT_EQ(slices(std::vector<int64_t>(4, 1024)), 1);  // 16 items each
+  EXPECT_EQ(slices({8192}, 128), 2);
+  EXPECT_EQ(slices({8192, 16, 16}), 4); // the longest sequence decides
+  EXPECT_EQ(slices(std::vector<int64_t>(256, 1024)), 1);
+  EXPECT_EQ(slices({}), 1);
+  // Without a persistent grid: one.
+  auto list = planSplits(132, std::vector<int64_t>(4, 8192));
+  ASSERT_TRUE(bool(list));
+  EXPECT_EQ(combineSlices(*list, 16, 0), 1);
+}
+
 TEST(SplitPlanner, EmptySequencesGetOneEmptyItem) {
   WorkList list = plan({0, 5, 0});
   EXPECT_EQ(list.numItems(), 3);

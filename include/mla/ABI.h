@@ -121,6 +121,8 @@ constexpr std::string_view kSeqsPlusOne = "num_seqs+1";
 constexpr std::string_view kSequences = "num_sequences";
 constexpr std::string_view kWorkItems = "num_work_items";
 constexpr std::string_view kWorkUnits = "num_work_units";
+// The column slices of the combine's grid (mla::combineSlices).
+constexpr std::string_view kCombineSlices = "combine_slices";
 } // namespace dim
 
 /// The artifact container (docs/artifact.md).

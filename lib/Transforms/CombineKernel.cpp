@@ -1,10 +1,14 @@
 //===- CombineKernel.cpp - the combine kernel (gfx950 and sm_90a) --------===//
 //
-// One workgroup per (sequence, head), 256 threads over its (token, column)
-// outputs, merging the sequence's work items' partials by their
-// log-sum-exp in one pass (mergeItems); where the outputs leave threads
-// idle and the items are many, groups of threads merge shares of the items
-// and fold their merges through workgroup memory (mergeInItemGroups).
+// One workgroup per (sequence, head, column slice), 256 threads over its
+// (token, column) outputs, merging the sequence's work items' partials by
+// their log-sum-exp in one pass (mergeItems); where the outputs leave
+// threads idle and the items are many, groups of threads merge shares of
+// the items and fold their merges through workgroup memory
+// (mergeInItemGroups). On sm_90a the runtime cuts the columns into
+// slices (the grid's z, `combine_slices`) where few sequences leave the
+// chip room; gfx950 runs one slice (its grid size would come from the
+// dispatch packet, and no MI355X has timed the slices).
 // Sequences with a single work item were written by the partial kernel and
 // are skipped, and so are sequences without items (a device plan that
 // refused its batch leaves every sequence so).
@@ -156,17 +160,25 @@ MergeState loadState(OpBuilder &b, Location loc, Value states, Value tid,
           vector::FromElementsOp::create(b, loc, f32xW, columns)};
 }
 
-/// One combine block's work: the outputs of one sequence and head.
+/// One combine block's work: the outputs of one sequence and head in one
+/// column slice.
 struct CombineBlock {
   Value po, pl, out, lseOut, head, tid, qBegin, firstItem, lastItem;
   /// Outputs to merge: q_len · outputsPerToken (0: nothing to merge).
   Value total;
-  int64_t outputsPerToken;
+  /// A token's outputs in this block's slice (at least 1, a divisor's
+  /// safe value), and the slice's first output of a token.
+  Value outputsPerToken, firstOutput;
   /// A zero vector of a thread's output width.
   Value zeros;
 
   int64_t width() const {
     return cast<VectorType>(zeros.getType()).getNumElements();
+  }
+  /// The token and first column of the block's flat output `flat`.
+  std::pair<Value, Value> output(KernelBuilder &k, Value flat) const {
+    Value col = k.add(firstOutput, k.rem(flat, outputsPerToken));
+    return {k.div(flat, outputsPerToken), k.mul(col, k.idx(width()))};
   }
 };
 
@@ -229,8 +241,7 @@ Value itemGroupCount(OpBuilder &b, Location loc, Value total, Value items) {
 void mergeOutputs(OpBuilder &b, Location loc, const CombineBlock &c) {
   KernelBuilder k{b, loc};
   forLoop(b, loc, c.tid, c.total, k.idx(kThreads), [&](Value flat) {
-    Value token = k.div(flat, k.idx(c.outputsPerToken));
-    Value col = k.mul(k.rem(flat, k.idx(c.outputsPerToken)), k.idx(c.width()));
+    auto [token, col] = c.output(k, flat);
     MergeState merge = mergeItems(b, loc, c.pl, c.po, c.firstItem, c.lastItem,
                                   token, c.head, col, c.zeros);
     storeOutput(b, loc, c, merge, token, col);
@@ -255,8 +266,7 @@ void mergeInItemGroups(OpBuilder &b, Location loc, const CombineBlock &c,
       k.minS(k.add(c.firstItem, k.mul(group, groupItems)), c.lastItem);
   Value groupEnd = k.minS(k.add(groupBegin, groupItems), c.lastItem);
   Value active = k.lessThan(slot, c.total);
-  Value token = k.div(slot, k.idx(c.outputsPerToken));
-  Value col = k.mul(k.rem(slot, k.idx(c.outputsPerToken)), k.idx(c.width()));
+  auto [token, col] = c.output(k, slot);
   // A thread past the outputs merges no items (and reaches the barrier).
   Value begin = arith::SelectOp::create(b, loc, active, groupBegin, groupEnd);
   MergeState own = mergeItems(b, loc, c.pl, c.po, begin, groupEnd, token,
@@ -288,8 +298,8 @@ void mergeInItemGroups(OpBuilder &b, Location loc, const CombineBlock &c,
 } // namespace
 
 gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
-                                       StringRef name,
-                                       bool waitsForPrevious) {
+                                       StringRef name, bool waitsForPrevious,
+                                       bool columnSlices) {
   MLIRContext *ctx = op.getContext();
   Builder bb(ctx);
   Location loc = op.getLoc();
@@ -317,7 +327,8 @@ gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
   func->setAttr(
       MLADialect::kLaunchAttrName,
       launchAttr(bb,
-                 {std::string(dim::kSequences), std::to_string(numHeads), "1"},
+                 {std::string(dim::kSequences), std::to_string(numHeads),
+                  columnSlices ? std::string(dim::kCombineSlices) : "1"},
                  kThreads,
                  /*ldsBytes=*/4 * stateRows(width) * kThreads,
                  {arg::kPartialOut, arg::kPartialLse, arg::kItemIndptr,
@@ -351,25 +362,61 @@ gpu::GPUFuncOp mla::buildCombineKernel(CombineOp op, OpBuilder &mb,
   // block's head at a time: one aligned vector load of each item's
   // partials (the runtime requires the workspace and out 16-byte aligned),
   // one vector store.
-  int64_t outputsPerToken = vDim / width;
   auto f32xW = VectorType::get({width}, f32);
   Value zeros = arith::ConstantOp::create(b, loc, f32xW,
                                           DenseElementsAttr::get(f32xW, 0.0f));
-  Value total = arith::SelectOp::create(
-      b, loc, split, k.mul(qLen, k.idx(outputsPerToken)), c0);
-  CombineBlock block{
-      po,        pl,       out,   lseOut,          head, tid, qBegin,
-      firstItem, lastItem, total, outputsPerToken, zeros};
-  Value itemGroups = itemGroupCount(b, loc, total, items);
-  auto grouped = scf::IfOp::create(b, loc, k.lessThan(c1, itemGroups),
-                                   /*withElseRegion=*/true);
-  {
+  Value states = func.getWorkgroupAttributions()[0];
+  // The block's merge of `ownOutputs` outputs of each token from
+  // `firstOutput` on.
+  auto merge = [&](Value ownOutputs, Value firstOutput) {
+    Value total =
+        arith::SelectOp::create(b, loc, split, k.mul(qLen, ownOutputs), c0);
+    CombineBlock block{po,
+                       pl,
+                       out,
+                       lseOut,
+                       head,
+                       tid,
+                       qBegin,
+                       firstItem,
+                       lastItem,
+                       total,
+                       k.maxS(ownOutputs, c1),
+                       firstOutput,
+                       zeros};
+    Value itemGroups = itemGroupCount(b, loc, total, items);
+    auto grouped = scf::IfOp::create(b, loc, k.lessThan(c1, itemGroups),
+                                     /*withElseRegion=*/true);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(grouped.thenBlock());
-    mergeInItemGroups(b, loc, block, itemGroups,
-                      func.getWorkgroupAttributions()[0]);
+    mergeInItemGroups(b, loc, block, itemGroups, states);
     b.setInsertionPointToStart(grouped.elseBlock());
     mergeOutputs(b, loc, block);
+  };
+  int64_t outputsPerToken = vDim / width;
+  if (!columnSlices) {
+    merge(k.idx(outputsPerToken), c0);
+  } else {
+    // Slice z of the grid's Z takes a token's outputs [first, first + n).
+    // One slice (the common case) keeps the constant output count: its
+    // token and column come by shifts, not by an integer division (B = 4,
+    // kv = 1024 was 0.4 us slower with the division; docs/performance.md).
+    Value slice = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+    Value slices = gpu::GridDimOp::create(b, loc, gpu::Dimension::z);
+    auto one = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, slices, c1),
+        /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(one.thenBlock());
+    merge(k.idx(outputsPerToken), c0);
+    b.setInsertionPointToStart(one.elseBlock());
+    Value sliceOutputs =
+        k.div(k.add(k.idx(outputsPerToken), k.sub(slices, c1)), slices);
+    Value firstOutput =
+        k.minS(k.mul(slice, sliceOutputs), k.idx(outputsPerToken));
+    merge(k.minS(sliceOutputs, k.sub(k.idx(outputsPerToken), firstOutput)),
+          firstOutput);
   }
   gpu::ReturnOp::create(b, loc);
   return func;

@@ -361,9 +361,12 @@ mlir::gpu::GPUFuncOp buildPlanKernel(const PlanKernelFacts &facts,
 /// item are left to the partial kernel's direct write. `waitsForPrevious`
 /// (sm_90a): it may start while the partial kernel finishes and waits for
 /// it (griddepcontrol.wait) after loading its indices, before the partials.
+/// `columnSlices` (sm_90a): the grid's z cuts each (sequence, head)'s
+/// columns into `combine_slices` blocks (mla::combineSlices).
 mlir::gpu::GPUFuncOp buildCombineKernel(CombineOp op, mlir::OpBuilder &mb,
                                         llvm::StringRef name,
-                                        bool waitsForPrevious);
+                                        bool waitsForPrevious,
+                                        bool columnSlices);
 
 } // namespace mla
 

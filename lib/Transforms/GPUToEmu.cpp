@@ -368,11 +368,16 @@ LogicalResult LaneFunctionBuilder::lowerWaveOp(Operation *op, Outcome &done) {
         index(loc, call(loc, "mla_emu_thread_id", {i64Type}, {ctx})));
     return success();
   }
-  if (auto bid = dyn_cast<gpu::BlockIdOp>(op)) {
+  if (isa<gpu::BlockIdOp, gpu::GridDimOp>(op)) {
+    auto which = isa<gpu::BlockIdOp>(op)
+                     ? cast<gpu::BlockIdOp>(op).getDimension()
+                     : cast<gpu::GridDimOp>(op).getDimension();
     Value dim = arith::ConstantOp::create(
-        b, loc, b.getI64IntegerAttr(static_cast<int64_t>(bid.getDimension())));
+        b, loc, b.getI64IntegerAttr(static_cast<int64_t>(which)));
+    StringRef fn =
+        isa<gpu::BlockIdOp>(op) ? "mla_emu_block_id" : "mla_emu_grid_dim";
     op->getResult(0).replaceAllUsesWith(
-        index(loc, call(loc, "mla_emu_block_id", {i64Type}, {ctx, dim})));
+        index(loc, call(loc, fn, {i64Type}, {ctx, dim})));
     return success();
   }
   if (isa<gpu::BarrierOp, amdgpu::LDSBarrierOp>(op)) {

@@ -53,6 +53,9 @@ struct KernelBuilder {
   mlir::Value minS(mlir::Value x, mlir::Value y) {
     return mlir::arith::MinSIOp::create(b, loc, x, y);
   }
+  mlir::Value maxS(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MaxSIOp::create(b, loc, x, y);
+  }
   mlir::Value lessThan(mlir::Value x, mlir::Value y) {
     return mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::slt,
                                        x, y);

@@ -185,7 +185,8 @@ struct MLAToGPUPass : public mla::impl::MLAToGPUPassBase<MLAToGPUPass> {
     }
     for (CombineOp op : combines)
       record(op, buildCombineKernel(op, kb, kernel::kCombine,
-                                    /*waitsForPrevious=*/nvidia));
+                                    /*waitsForPrevious=*/nvidia,
+                                    /*columnSlices=*/nvidia));
     // The device planner, launched before the partial kernel by device
     // plans (the host ops keep the host planner).
     for (PartialDecodeOp op : partials)

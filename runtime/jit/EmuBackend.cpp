@@ -271,6 +271,7 @@ rt::Error EmuKernel::run(LaneKernel &kernel, const LaunchBuffers &buffers,
   options.checkHazards = settings.checkHazards;
   options.scheduleSeed = settings.scheduleSeed;
   options.dma = tracker ? &observer : nullptr;
+  options.grid = grid;
   for (int64_t z = 0; z < grid[2]; ++z)
     for (int64_t y = 0; y < grid[1]; ++y)
       for (int64_t x = 0; x < grid[0]; ++x) {

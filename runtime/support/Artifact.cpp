@@ -353,7 +353,7 @@ rt::Error checkKernel(const ArtifactKernel &k, size_t index) {
   const std::vector<std::pair<std::string_view, int64_t>> symbols = {
       {dim::kTokens, 1}, {dim::kKVRows, 1}, {dim::kSeqsPlusOne, 2},
       {dim::kSequences, 1}, {dim::kWorkItems, 1}, {dim::kKVIndices, 1},
-      {dim::kWorkUnits, 1}};
+      {dim::kWorkUnits, 1}, {dim::kCombineSlices, 1}};
   for (const std::string &g : k.grid)
     if (auto size = resolveDim(g, symbols); !size)
       return size.takeError().context(where + ": grid: ");

@@ -44,7 +44,8 @@ Expected<int64_t> LaunchBuffers::resolve(std::string_view entry) const {
                             {dim::kSeqsPlusOne, numSeqs + 1},
                             {dim::kSequences, numSeqs},
                             {dim::kWorkItems, numWorkItems},
-                            {dim::kWorkUnits, numWorkUnits}});
+                            {dim::kWorkUnits, numWorkUnits},
+                            {dim::kCombineSlices, combineSlices}});
 }
 
 Expected<PackedLaunch> mla::rt::packLaunch(const ArtifactKernel &kernel,

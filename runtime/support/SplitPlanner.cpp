@@ -110,6 +110,20 @@ WorkListBounds mla::workListBounds(int64_t computeUnits, int64_t maxSeqs,
   return {maxSeqs + grid, maxSeqs * maxWorkgroupsPerItem + grid};
 }
 
+int64_t mla::combineSlices(const WorkList &list, int64_t numHeads,
+                           int64_t workgroups) {
+  int64_t seqs = (int64_t)list.seqItemIndptr.size() - 1, most = 0;
+  for (int64_t b = 0; b < seqs; ++b)
+    most = std::max(most, list.numItemsOf(b));
+  int64_t slices = 1;
+  if (most < kCombineSliceItems)
+    return slices;
+  while (slices < kMaxCombineSlices &&
+         seqs * numHeads * slices * 2 <= workgroups)
+    slices *= 2;
+  return slices;
+}
+
 rt::Expected<WorkList> mla::planSplits(int64_t computeUnits,
                                        const std::vector<int64_t> &kvLens,
                                        const SplitOptions &options) {

@@ -52,6 +52,8 @@ struct WorkgroupOptions {
   uint64_t scheduleSeed = 0;
   /// If given, sees the global bytes every lane of every LDS DMA reads.
   const DmaObserver *dma = nullptr;
+  /// The launch's workgroups in x, y and z (what gpu.grid_dim reads).
+  std::array<int64_t, 3> grid = {1, 1, 1};
 };
 
 class WorkgroupRunner {

@@ -45,6 +45,8 @@ struct LaunchBuffers {
   /// unknown at launch), a host plan where a sequence has items to merge
   /// (WorkList::needsCombine).
   bool combines = true;
+  /// The combine grid's column slices (mla::combineSlices); at least 1.
+  int64_t combineSlices = 1;
   /// A device plan: the plan kernel writes the work list before the partial
   /// kernel reads it; otherwise the host planner wrote it.
   bool devicePlan = false;

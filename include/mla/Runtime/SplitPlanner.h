@@ -138,6 +138,24 @@ WorkListBounds workListBounds(int64_t computeUnits, int64_t maxSeqs,
                               int64_t maxWorkgroupsPerItem,
                               const SplitOptions &options);
 
+/// The combine cuts a (sequence, head)'s output columns into slices, one
+/// block each, where a sequence has at least this many items: its block's
+/// item groups then get fewer merge steps each (one slice at Dv = 512,
+/// q_len 1 gives 128 outputs two groups; fewer items gain no groups).
+constexpr int64_t kCombineSliceItems = 32;
+/// The most slices: at Dv = 512, q_len 1, four leave 32 outputs a block,
+/// which its 256 threads merge in eight item groups.
+constexpr int64_t kMaxCombineSlices = 4;
+
+/// The column slices of the combine's grid (its z, `combine_slices`) for
+/// `list` at `numHeads` heads: the largest power of two up to
+/// kMaxCombineSlices whose blocks,
+/// sequences x heads x slices, fit a grid of `workgroups` that run at once
+/// where a sequence has at least kCombineSliceItems items, else 1
+/// (docs/split-planning.md).
+int64_t combineSlices(const WorkList &list, int64_t numHeads,
+                      int64_t workgroups);
+
 /// Plans the work list for a chip of `computeUnits` CUs; errors on invalid
 /// options or lengths.
 rt::Expected<WorkList> planSplits(int64_t computeUnits,

@@ -448,6 +448,10 @@ static int64_t mla_emu_block_id(int64_t ctx, int64_t dim) {
   return laneOf(ctx).wg->blockId[dim];
 }
 
+static int64_t mla_emu_grid_dim(int64_t ctx, int64_t dim) {
+  return laneOf(ctx).wg->options.grid[dim];
+}
+
 static void mla_emu_barrier(int64_t ctx) {
   Lane &lane = laneOf(ctx);
   Workgroup &wg = *lane.wg;
@@ -973,6 +977,7 @@ std::vector<std::pair<std::string, void *>> mla::emu::runtimeSymbols() {
   return {
       {"mla_emu_thread_id", reinterpret_cast<void *>(&mla_emu_thread_id)},
       {"mla_emu_block_id", reinterpret_cast<void *>(&mla_emu_block_id)},
+      {"mla_emu_grid_dim", reinterpret_cast<void *>(&mla_emu_grid_dim)},
       {"mla_emu_barrier", reinterpret_cast<void *>(&mla_emu_barrier)},
       {"mla_emu_shuffle_xor", reinterpret_cast<void *>(&mla_emu_shuffle_xor)},
       {"mla_emu_readfirstlane",
