@@ -62,8 +62,11 @@ def draw_case(rng):
         args += ['--outliers', str(rng.randint(1, 4))]
     if rng.random() < 0.15:
         args += ['--sm-scale', str(rng.choice([0.01, 0.0722, 0.3, 1.0]))]
+    # 32 items a sequence or more: sm_90a's combine cuts its columns into
+    # slices (mla::combineSlices).
     if 'decompose' not in args and rng.random() < 0.2:
-        args += ['--splits', str(rng.randint(1, 12))]
+        splits = rng.randint(1, 12) if rng.random() < 0.7 else rng.randint(32, 64)
+        args += ['--splits', str(splits)]
     if backend != 'cpu' and rng.random() < 0.2:
         args += ['--emu-schedule-seed', str(rng.randint(1, 99))]
     if backend == 'gfx950' and rng.random() < 0.2:
