@@ -65,7 +65,8 @@ def draw_case(rng):
     # 32 items a sequence or more: sm_90a's combine cuts its columns into
     # slices (mla::combineSlices).
     if 'decompose' not in args and rng.random() < 0.2:
-        splits = rng.randint(1, 12) if rng.random() < 0.7 else rng.randint(32, 64)
+        splits = (rng.randint(1, 12) if rng.random() < 0.7
+                  else rng.randint(32, 64))
         args += ['--splits', str(splits)]
     if backend != 'cpu' and rng.random() < 0.2:
         args += ['--emu-schedule-seed', str(rng.randint(1, 99))]

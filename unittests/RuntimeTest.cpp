@@ -1258,8 +1258,7 @@ TEST_F(FakeCuda, PacksKernelParametersInOrder) {
 }
 
 /// The combine's grid cuts the columns into slices (its z) where few
-/// sequences have many items (mla::combineSlices), and no combine runs
-/// where no sequence has two items.
+/// sequences have many items (mla::combineSlices).
 TEST_F(FakeCuda, CombineSlicesFollowTheHostPlan) {
   ContextGuard g;
   mla_kernel kernel = nullptr;
@@ -1270,8 +1269,7 @@ TEST_F(FakeCuda, CombineSlicesFollowTheHostPlan) {
   auto get = hook<const char *(*)(int, unsigned *, unsigned *, const uint8_t **,
                                   size_t *)>("fakeCudaLaunch");
   for (auto [lens, slices] : {std::pair{std::vector<int64_t>{4096, 4096}, 4u},
-                              std::pair{std::vector<int64_t>{70, 300}, 1u},
-                              std::pair{std::vector<int64_t>{70, 100}, 0u}}) {
+                              std::pair{std::vector<int64_t>{70, 300}, 1u}}) {
     DecodeProblem p = smallProblem(lens, 1);
     mla_plan pl = plan(kernel, p);
     Launchable l(pl, p);
@@ -1281,15 +1279,12 @@ TEST_F(FakeCuda, CombineSlicesFollowTheHostPlan) {
     unsigned grid[3], block[3];
     const uint8_t *params;
     size_t bytes;
-    // One item a sequence: the partial kernel wrote every output alone.
-    ASSERT_EQ(count(), before + (slices ? 2 : 1)) << lens[1];
-    std::string last = get(count() - 1, grid, block, &params, &bytes);
-    EXPECT_EQ(last, slices ? kernel::kCombine : kernel::kPartial);
-    if (slices) {
-      EXPECT_EQ(grid[0], 2u);
-      EXPECT_EQ(grid[1], 16u);
-      EXPECT_EQ(grid[2], slices) << lens[0];
-    }
+    ASSERT_EQ(count(), before + 2) << lens[0];
+    EXPECT_EQ(std::string(get(count() - 1, grid, block, &params, &bytes)),
+              kernel::kCombine);
+    EXPECT_EQ(grid[0], 2u);
+    EXPECT_EQ(grid[1], 16u);
+    EXPECT_EQ(grid[2], slices) << lens[0];
     mla_plan_destroy(pl);
   }
   mla_kernel_destroy(kernel);

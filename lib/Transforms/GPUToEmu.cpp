@@ -369,13 +369,12 @@ LogicalResult LaneFunctionBuilder::lowerWaveOp(Operation *op, Outcome &done) {
     return success();
   }
   if (isa<gpu::BlockIdOp, gpu::GridDimOp>(op)) {
-    auto which = isa<gpu::BlockIdOp>(op)
-                     ? cast<gpu::BlockIdOp>(op).getDimension()
-                     : cast<gpu::GridDimOp>(op).getDimension();
+    auto block = dyn_cast<gpu::BlockIdOp>(op);
+    gpu::Dimension which =
+        block ? block.getDimension() : cast<gpu::GridDimOp>(op).getDimension();
     Value dim = arith::ConstantOp::create(
         b, loc, b.getI64IntegerAttr(static_cast<int64_t>(which)));
-    StringRef fn =
-        isa<gpu::BlockIdOp>(op) ? "mla_emu_block_id" : "mla_emu_grid_dim";
+    StringRef fn = block ? "mla_emu_block_id" : "mla_emu_grid_dim";
     op->getResult(0).replaceAllUsesWith(
         index(loc, call(loc, fn, {i64Type}, {ctx, dim})));
     return success();

@@ -112,7 +112,8 @@ WorkListBounds mla::workListBounds(int64_t computeUnits, int64_t maxSeqs,
 
 int64_t mla::combineSlices(const WorkList &list, int64_t numHeads,
                            int64_t workgroups) {
-  int64_t seqs = (int64_t)list.seqItemIndptr.size() - 1, most = 0;
+  int64_t seqs = static_cast<int64_t>(list.seqItemIndptr.size()) - 1;
+  int64_t most = 0;
   for (int64_t b = 0; b < seqs; ++b)
     most = std::max(most, list.numItemsOf(b));
   int64_t slices = 1;

@@ -148,11 +148,10 @@ constexpr int64_t kCombineSliceItems = 32;
 constexpr int64_t kMaxCombineSlices = 4;
 
 /// The column slices of the combine's grid (its z, `combine_slices`) for
-/// `list` at `numHeads` heads: the largest power of two up to
-/// kMaxCombineSlices whose blocks,
-/// sequences x heads x slices, fit a grid of `workgroups` that run at once
-/// where a sequence has at least kCombineSliceItems items, else 1
-/// (docs/split-planning.md).
+/// `list` at `numHeads` heads: where a sequence has at least
+/// kCombineSliceItems items, the largest power of two up to
+/// kMaxCombineSlices whose blocks (sequences x heads x slices) fit the
+/// `workgroups` that run at once; else 1 (docs/split-planning.md).
 int64_t combineSlices(const WorkList &list, int64_t numHeads,
                       int64_t workgroups);
 
