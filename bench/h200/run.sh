@@ -3,7 +3,8 @@
 # there): builds the runtime alone (runtime/, any C++17 compiler), then
 # checks and times the artifacts bench/h200/compile.sh made (bench.py).
 # Results go to $OUT (the device tool's folder) or bench/h200/results.
-# Usage: bench/h200/run.sh [bench.py options]; NCU=fp8:256:8192:16:1 bench/h200/run.sh;
+# Usage: bench/h200/run.sh [bench.py options]; NCU=fp8:256:8192:16:1 bench/h200/run.sh
+# (NCU_SOURCE=1: where the partial kernel's warps wait, per SASS instruction);
 # RANDOM_CASES=N: the random batches checked besides the fixed ones (150).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -43,10 +44,22 @@ if [ -n "${NCU:-}" ]; then
   fi
   # NCU_METRICS=a,b,...: those metrics as well (e.g. the stall reasons).
   [ -n "${NCU_METRICS:-}" ] && what+=(--metrics "$NCU_METRICS")
+  # NCU_SOURCE=1: one launch past the warm-up, its warps sampled every 32
+  # cycles, each SASS instruction's stall samples summed by stalls.py.
+  if [ -n "${NCU_SOURCE:-}" ]; then
+    what=(-s 40 -c 1 --warp-sampling-interval 0 --section SourceCounters
+          --section WarpStateStats -o "$out/ncu-source" -f)
+  fi
   profile=(ncu --clock-control none "${what[@]}" -k regex:mla_partial_decode)
   set -- --skip-check --launches 5 --only "$NCU" "$@"
 fi
+mkdir -p "$out"
 PYTHONUNBUFFERED=1 "${profile[@]}" python3 "$root/bench/h200/bench.py" \
   --lib "$build/lib/libMLARuntime.so" \
   --artifacts "$root/bench/h200/artifacts" --out "$out" \
   --random "${RANDOM_CASES:-150}" "$@"
+if [ -n "${NCU:-}" ] && [ -n "${NCU_SOURCE:-}" ]; then
+  ncu --import "$out/ncu-source.ncu-rep" --page source --csv \
+    --print-source sass > "$out/ncu-source.csv"
+  python3 "$root/bench/h200/stalls.py" "$out/ncu-source.csv"
+fi
