@@ -1257,6 +1257,36 @@ TEST_F(FakeCuda, PacksKernelParametersInOrder) {
   EXPECT_EQ(hook<int (*)()>("fakeCudaLiveModules")(), 0);
 }
 
+/// A host plan whose sequences have one item each launches the partial
+/// kernel alone: it writes every output, the combine would merge nothing.
+TEST_F(FakeCuda, NoCombineWithoutItemsToMerge) {
+  ContextGuard g;
+  mla_kernel kernel = nullptr;
+  ASSERT_EQ(load(MLA_BACKEND_CUDA, fp8SM90aArtifact(), &g.context, &kernel),
+            MLA_SUCCESS)
+      << mla_last_error();
+  auto count = hook<int (*)()>("fakeCudaLaunchCount");
+  auto get = hook<const char *(*)(int, unsigned *, unsigned *, const uint8_t **,
+                                  size_t *)>("fakeCudaLaunch");
+  for (auto [lens, launches] : {std::pair{std::vector<int64_t>{70, 300}, 2},
+                                std::pair{std::vector<int64_t>{70, 100}, 1}}) {
+    DecodeProblem p = smallProblem(lens, 1);
+    mla_plan pl = plan(kernel, p);
+    Launchable l(pl, p);
+    int before = count();
+    ASSERT_EQ(mla_launch(kernel, pl, &l.args, nullptr), MLA_SUCCESS)
+        << mla_last_error();
+    ASSERT_EQ(count(), before + launches) << lens[1];
+    unsigned grid[3], block[3];
+    const uint8_t *params;
+    size_t bytes;
+    EXPECT_EQ(std::string(get(count() - 1, grid, block, &params, &bytes)),
+              launches == 2 ? kernel::kCombine : kernel::kPartial);
+    mla_plan_destroy(pl);
+  }
+  mla_kernel_destroy(kernel);
+}
+
 /// The combine's grid cuts the columns into slices (its z) where few
 /// sequences have many items (mla::combineSlices).
 TEST_F(FakeCuda, CombineSlicesFollowTheHostPlan) {

@@ -368,17 +368,18 @@ LogicalResult LaneFunctionBuilder::lowerWaveOp(Operation *op, Outcome &done) {
         index(loc, call(loc, "mla_emu_thread_id", {i64Type}, {ctx})));
     return success();
   }
-  if (isa<gpu::BlockIdOp, gpu::GridDimOp>(op)) {
-    auto block = dyn_cast<gpu::BlockIdOp>(op);
-    gpu::Dimension which =
-        block ? block.getDimension() : cast<gpu::GridDimOp>(op).getDimension();
+  // The block's id or the grid's size in one dimension, from the runtime.
+  auto gridQuery = [&](StringRef fn, gpu::Dimension which) {
     Value dim = arith::ConstantOp::create(
         b, loc, b.getI64IntegerAttr(static_cast<int64_t>(which)));
-    StringRef fn = block ? "mla_emu_block_id" : "mla_emu_grid_dim";
     op->getResult(0).replaceAllUsesWith(
         index(loc, call(loc, fn, {i64Type}, {ctx, dim})));
     return success();
-  }
+  };
+  if (auto block = dyn_cast<gpu::BlockIdOp>(op))
+    return gridQuery("mla_emu_block_id", block.getDimension());
+  if (auto grid = dyn_cast<gpu::GridDimOp>(op))
+    return gridQuery("mla_emu_grid_dim", grid.getDimension());
   if (isa<gpu::BarrierOp, amdgpu::LDSBarrierOp>(op)) {
     call(loc, "mla_emu_barrier", {}, {ctx});
     return success();
