@@ -23,8 +23,11 @@ libs=()
 for i in $(seq $#); do
   dir=${!i}
   if [ -d "$dir/runtime-src/runtime" ]; then
-    runtime_build "$dir/runtime-src/runtime" "$build-$i"
-    libs+=("$build-$i/lib/libMLARuntime.so")
+    # A build folder per artifact folder: a warm machine keeps it for the
+    # next call, whose folders may come in another order.
+    dir_build=$build-$(printf %s "$(cd "$dir" && pwd)" | md5sum | cut -c1-8)
+    runtime_build "$dir/runtime-src/runtime" "$dir_build"
+    libs+=("$dir_build/lib/libMLARuntime.so")
   else
     [ -n "${checkout_built:-}" ] || runtime_build "$root/runtime" "$build"
     checkout_built=1
