@@ -1,9 +1,13 @@
-// The sm_90a plan's fp8 stage layout: rows in pairs, each ldmatrix's 8
-// consecutive rows in 8 different 16-byte bank groups, a pair one bulk copy
-// wherever some pair stride allows it.
+// The sm_90a plan's fp8 stage layout: rows in groups (8 adjacent rows
+// where Dqk / 16 is 4 mod 8, else pairs), each ldmatrix's 8 consecutive
+// logical rows (stageRowOf) in 8 different 16-byte bank groups, a group
+// one bulk copy wherever its rows can be adjacent.
 #include "mla/Target/SM90KernelPlan.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
 
 using namespace mla;
 
@@ -14,31 +18,68 @@ SM90KernelPlan fp8Plan(int64_t qkDim, int64_t kvTile = 64) {
                                         SM90KernelPlan::warpsFor(16), 2, 1});
 }
 
-int64_t rowOffset(const SM90KernelPlan &plan, int64_t row) {
-  return row / 2 * plan.stagePairBytes() + row % 2 * plan.stagePairRowOffset();
+/// The stage byte where logical row `j` (a score column, a PV k index)
+/// starts.
+int64_t rowOffset(const SM90KernelPlan &plan, int64_t j) {
+  int64_t row = plan.stageRowOf(j), rows = plan.stageGroupRows();
+  return row / rows * plan.stageGroupBytes() +
+         row % rows * plan.stageRowOffset();
 }
 } // namespace
 
 TEST(SM90KernelPlan, Fp8StageRowsAreConflictFreeForLdmatrix) {
-  for (int64_t qkDim = 32; qkDim <= 1024; qkDim += 16) {
-    SM90KernelPlan plan = fp8Plan(qkDim);
-    EXPECT_GE(plan.stagePairRowOffset(), qkDim) << qkDim;
-    EXPECT_GE(plan.stagePairBytes(), plan.stagePairRowOffset() + qkDim);
-    EXPECT_EQ(plan.stagePairBytes() % 16, 0) << qkDim;
-    EXPECT_EQ(plan.stagePairRowOffset() % 16, 0) << qkDim;
-    EXPECT_EQ(plan.stageBytes(), 32 * plan.stagePairBytes()) << qkDim;
-    // Any 8 consecutive rows from a multiple of 8 (an ldmatrix's).
-    for (int64_t first = 0; first < 64; first += 8) {
-      unsigned groups = 0;
-      for (int64_t r = first; r < first + 8; ++r)
-        groups |= 1u << (rowOffset(plan, r) % 128 / 16);
-      EXPECT_EQ(groups, 0xffu) << "Dqk " << qkDim << " rows " << first;
+  for (int64_t kvTile : {32, 64})
+    for (int64_t qkDim = 32; qkDim <= 1024; qkDim += 16) {
+      SM90KernelPlan plan = fp8Plan(qkDim, kvTile);
+      int64_t rows = plan.stageGroupRows();
+      EXPECT_GE(plan.stageRowOffset(), qkDim) << qkDim;
+      EXPECT_GE(plan.stageGroupBytes(),
+                (rows - 1) * plan.stageRowOffset() + qkDim);
+      EXPECT_EQ(plan.stageGroupBytes() % 16, 0) << qkDim;
+      EXPECT_EQ(plan.stageRowOffset() % 16, 0) << qkDim;
+      EXPECT_EQ(plan.stageBytes(), kvTile / rows * plan.stageGroupBytes())
+          << qkDim;
+      // stageRowOf is a permutation of the tile's rows.
+      std::vector<bool> seen(kvTile);
+      for (int64_t j = 0; j < kvTile; ++j)
+        seen.at(plan.stageRowOf(j)) = true;
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), true), kvTile);
+      // Any 8 consecutive logical rows from a multiple of 8 (an
+      // ldmatrix's).
+      for (int64_t first = 0; first < kvTile; first += 8) {
+        unsigned groups = 0;
+        for (int64_t j = first; j < first + 8; ++j)
+          groups |= 1u << (rowOffset(plan, j) % 128 / 16);
+        EXPECT_EQ(groups, 0xffu)
+            << "Dqk " << qkDim << " kv_tile " << kvTile << " rows " << first;
+      }
     }
+}
+
+TEST(SM90KernelPlan, Fp8RowGroupsAreOneCopyAWarp) {
+  // Dqk / 16 = 36 (4 mod 8): 8 adjacent rows and 16 bytes a group, 8 a
+  // 64-row tile (one a warp), 4 a 32-row one; not at 16 rows.
+  for (int64_t qkDim : {576, 192, 64, 320}) {
+    EXPECT_TRUE(fp8Plan(qkDim).rowGroups()) << qkDim;
+    EXPECT_TRUE(fp8Plan(qkDim, 32).rowGroups()) << qkDim;
+    EXPECT_FALSE(fp8Plan(qkDim, 16).rowGroups()) << qkDim;
   }
+  EXPECT_EQ(fp8Plan(576).stageGroupBytes(), 4624);
+  EXPECT_EQ(fp8Plan(576).stageRowOffset(), 576);
+  EXPECT_EQ(fp8Plan(576).stageBytes(), 8 * 4624);
+  // Column 8 m + e reads row 8 (4 (m / 4) + e / 2) + 2 (m % 4) + e % 2.
+  EXPECT_EQ(fp8Plan(576).stageRowOf(0), 0);
+  EXPECT_EQ(fp8Plan(576).stageRowOf(2), 8);
+  EXPECT_EQ(fp8Plan(576).stageRowOf(9), 3);
+  EXPECT_EQ(fp8Plan(576).stageRowOf(39), 57);
+  // Other Dqk keep pairs.
+  for (int64_t qkDim : {48, 160, 128, 512})
+    EXPECT_FALSE(fp8Plan(qkDim).rowGroups()) << qkDim;
 }
 
 TEST(SM90KernelPlan, Fp8PairsAreOneCopyWhereAStrideAllowsIt) {
-  // Dqk / 16 = 36 (4 mod 8): adjacent rows, pairs 73 units apart.
+  // Dqk / 16 = 36 (4 mod 8): adjacent rows, pairs 73 units apart (16-row
+  // tiles: too few for row groups).
   EXPECT_TRUE(fp8Plan(576).bulkPairs());
   EXPECT_EQ(fp8Plan(576).stagePairRowOffset(), 576);
   EXPECT_EQ(fp8Plan(576).stagePairBytes(), 1168);
@@ -79,7 +120,7 @@ TEST(SM90KernelPlan, ThirtyTwoRowBlocksFillAnSMAlone) {
   SM90KernelPlan narrow = plan(CacheFormat::FP8, 64, 16, 8);
   EXPECT_EQ(wide.stageBytes(), narrow.stageBytes());
   EXPECT_EQ(wide.qBytes(), 2 * narrow.qBytes());
-  EXPECT_EQ(wide.ldsBytes(), 153744);
+  EXPECT_EQ(wide.ldsBytes(), 152976);
   EXPECT_LE(wide.smBytes(), ldsLimit + SM90KernelPlan::kReservedSharedPerBlock);
   EXPECT_EQ(plan(CacheFormat::FP8, 32, 32, 16).unsupported(ldsLimit),
             std::nullopt);

@@ -178,12 +178,26 @@ void mla::forLoop(OpBuilder &b, Location loc, Value lb, Value ub, Value step,
                      });
 }
 
-void mla::ifThen(OpBuilder &b, Location loc, Value cond,
-                 llvm::function_ref<void()> body) {
-  scf::IfOp::create(b, loc, cond, [&](OpBuilder &ib, Location) {
+namespace {
+/// An scf.if region builder that runs `body` with `b` inside the region.
+auto regionOf(OpBuilder &b, Location loc, llvm::function_ref<void()> body) {
+  return [&b, loc, body](OpBuilder &ib, Location) {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
     body();
     scf::YieldOp::create(b, loc);
-  });
+  };
+}
+} // namespace
+
+void mla::ifThen(OpBuilder &b, Location loc, Value cond,
+                 llvm::function_ref<void()> body) {
+  scf::IfOp::create(b, loc, cond, regionOf(b, loc, body));
+}
+
+void mla::ifThenElse(OpBuilder &b, Location loc, Value cond,
+                     llvm::function_ref<void()> thenBody,
+                     llvm::function_ref<void()> elseBody) {
+  scf::IfOp::create(b, loc, cond, regionOf(b, loc, thenBody),
+                    regionOf(b, loc, elseBody));
 }

@@ -89,6 +89,10 @@ void forLoop(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lb,
 /// `if (cond) body` at the builder's insertion point.
 void ifThen(mlir::OpBuilder &b, mlir::Location loc, mlir::Value cond,
             llvm::function_ref<void()> body);
+/// `if (cond) thenBody else elseBody` at the builder's insertion point.
+void ifThenElse(mlir::OpBuilder &b, mlir::Location loc, mlir::Value cond,
+                llvm::function_ref<void()> thenBody,
+                llvm::function_ref<void()> elseBody);
 mlir::MemRefType ldsType(llvm::ArrayRef<int64_t> shape, mlir::Type elem);
 mlir::MemRefType globalType(llvm::ArrayRef<int64_t> shape, mlir::Type elem);
 

@@ -7,8 +7,8 @@
 // (mla/Target/SM90KernelPlan.h): a block of 8 warps serves 16 (token,
 // head) rows (at rows_per_wave = 32: 16 warps, two m16 row fragments,
 // each warp's K and V fragments feeding both); KV tiles stream into
-// shared-memory stages by cp.async, fp8's by cp.async.bulk two rows a copy on a
-// stage's mbarrier (SM90TileDecode.cpp), then
+// shared-memory stages by cp.async, fp8's by cp.async.bulk eight rows a
+// copy on a stage's mbarrier (SM90TileDecode.cpp), then
 //
 //   QK       mma.sync, each warp a group of tile rows over its share of
 //            Dqk; the warps' partial scores add through shared memory
@@ -132,11 +132,12 @@ private:
                            mlir::Value tileIsReal,
                            llvm::function_ref<mlir::Value(mlir::Value)>
                                cacheRowOf);
-  /// Bulk copies: the tile at `tileStart` into stage `stage`, a pair of
-  /// rows by each of a warp's first bulkRowsPerWarp / 2 lanes (one copy
-  /// where the rows are adjacent in the cache, SM90KernelPlan::bulkPairs),
-  /// its bytes expected on the stage's mbarrier by thread 0 (nothing past
-  /// the item's end).
+  /// Bulk copies: the tile at `tileStart` into stage `stage`, a group of
+  /// 8 rows a warp (SM90KernelPlan::rowGroups), else a pair of rows by
+  /// each of a warp's first bulkRowsPerWarp / 2 lanes (one copy where the
+  /// rows are adjacent in the cache, SM90KernelPlan::bulkPairs), its
+  /// bytes expected on the stage's mbarrier by thread 0 (nothing past the
+  /// item's end).
   void emitBulkTileCopies(mlir::OpBuilder &b, mlir::Value tileStart,
                           mlir::Value stage);
   /// Bulk copies: tile rows 2 pair, 2 pair + 1 of the tile at `tileStart`
@@ -144,6 +145,12 @@ private:
   void emitRowPairCopies(mlir::OpBuilder &b, mlir::Value tileStart,
                          mlir::Value stage, mlir::Value barrier,
                          mlir::Value pair);
+  /// Bulk copies (SM90KernelPlan::rowGroups): the warp's group of rows of
+  /// the tile at `tileStart` into stage `stage`, one copy where its rows
+  /// are adjacent in the cache, else a row a lane.
+  void emitRowGroupCopies(mlir::OpBuilder &b, mlir::Value tileStart,
+                          mlir::Value stage, mlir::Value barrier,
+                          mlir::Value lane);
   /// Bulk copies: `rows` cache rows from the item's position `pos` (clamped
   /// to its last) to byte `stageOffset` of the stages, on `barrier`.
   void emitBulkRowCopy(mlir::OpBuilder &b, mlir::Value stageOffset,
@@ -237,8 +244,12 @@ private:
   llvm::SmallVector<mlir::Value> loadFp8KWords(mlir::OpBuilder &b,
                                                mlir::Value row0, mlir::Value d,
                                                int64_t blocks);
-  /// fp8: the stage's indices of tile row `row`'s byte `byte` (its rows
-  /// lie in pairs, SM90KernelPlan::stagePairBytes; 16-bit elements).
+  /// fp8: the tile row score column / PV k index `j` reads
+  /// (SM90KernelPlan::stageRowOf).
+  mlir::Value stageRow(mlir::OpBuilder &b, mlir::Value j);
+  /// fp8: the stage's indices of byte `byte` of the tile row column `row`
+  /// reads (stageRow; its rows lie in groups,
+  /// SM90KernelPlan::stageGroupBytes; 16-bit elements).
   llvm::SmallVector<mlir::Value>
   fp8StageIndices(mlir::OpBuilder &b, mlir::Value row, mlir::Value byte);
   /// fp8: `tiles` 8 x 8 matrices of the stage's byte pairs by ldmatrix

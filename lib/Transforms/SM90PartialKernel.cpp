@@ -55,8 +55,9 @@ MemRefType SM90PartialKernel::stageType(Builder &b) const {
   switch (format) {
   case CacheFormat::BF16:
     return ldsType({plan.stages(), tile, plan.rowStride()}, operandType(b));
-  case CacheFormat::FP8: // [stage][row pair][byte pair]: ldmatrix's 16 bits
-    return ldsType({plan.stages(), tile / 2, plan.stagePairBytes() / 2},
+  case CacheFormat::FP8: // [stage][row group][byte pair]: ldmatrix's 16 bits
+    return ldsType({plan.stages(), tile / plan.stageGroupRows(),
+                    plan.stageGroupBytes() / 2},
                    b.getI16Type());
   case CacheFormat::MXFP4:
     break;

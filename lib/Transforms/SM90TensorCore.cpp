@@ -218,12 +218,25 @@ SmallVector<Value> SM90PartialKernel::loadFp8KWords(OpBuilder &b, Value row0,
                         /*transpose=*/false);
 }
 
+Value SM90PartialKernel::stageRow(OpBuilder &b, Value j) {
+  if (!plan.rowGroups())
+    return j;
+  // SM90KernelPlan::stageRowOf.
+  KernelBuilder k{b, loc};
+  Value g = k.idx(SM90KernelPlan::kGroupRows), c2 = k.idx(2), c4 = k.idx(4);
+  Value m = k.div(j, g), e = k.rem(j, g);
+  Value group = k.add(k.mul(k.div(m, c4), c4), k.div(e, c2));
+  return k.add(k.mul(group, g), k.add(k.mul(k.rem(m, c4), c2), k.rem(e, c2)));
+}
+
 SmallVector<Value> SM90PartialKernel::fp8StageIndices(OpBuilder &b, Value row,
                                                       Value byte) {
   KernelBuilder k{b, loc};
-  Value c2 = k.idx(2);
-  Value inPair = k.mul(k.rem(row, c2), k.idx(plan.stagePairRowOffset()));
-  return {computeStage, k.div(row, c2), k.div(k.add(inPair, byte), c2)};
+  Value physical = stageRow(b, row);
+  Value rows = k.idx(plan.stageGroupRows());
+  Value inGroup = k.mul(k.rem(physical, rows), k.idx(plan.stageRowOffset()));
+  return {computeStage, k.div(physical, rows),
+          k.div(k.add(inGroup, byte), k.idx(2))};
 }
 
 SmallVector<Value> SM90PartialKernel::loadStageWords(OpBuilder &b,
@@ -336,9 +349,13 @@ SmallVector<Value> SM90PartialKernel::emitScores(OpBuilder &b,
   SmallVector<Value> scores;
   for (int64_t j = 0; j < width; ++j) {
     Value dot = vector::ExtractOp::create(b, loc, sum, ArrayRef<int64_t>{j});
-    Value visible = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::slt,
-        arith::AddIOp::create(b, loc, firstPos, k.i32(j)), end);
+    // Column first + j is tile row stageRow(first + j) (fp8 row groups).
+    Value pos =
+        plan.rowGroups()
+            ? to32(k.add(tileStart, stageRow(b, k.add(first, k.idx(j)))))
+            : arith::AddIOp::create(b, loc, firstPos, k.i32(j)).getResult();
+    Value visible =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, pos, end);
     scores.push_back(arith::SelectOp::create(
         b, loc, visible, k.fmul(dot, rowScoreScale), negInf));
   }

@@ -359,11 +359,51 @@ void SM90PartialKernel::emitBulkTileCopies(OpBuilder &b, Value tileStart,
           NVVM::MemScopeKind::CTA, /*relaxed=*/false, /*predicate=*/Value());
     });
     Value lane = k.rem(thread.tid, k.idx(32));
+    if (plan.rowGroups()) {
+      Value groups = k.idx(tile / SM90KernelPlan::kGroupRows);
+      ifThen(b, loc, k.lessThan(thread.warp, groups),
+             [&] { emitRowGroupCopies(b, tileStart, stage, barrier, lane); });
+      return;
+    }
     ifThen(b, loc, k.lessThan(lane, k.idx(pairs)), [&] {
       emitRowPairCopies(b, tileStart, stage, barrier,
                         k.add(k.mul(thread.warp, k.idx(pairs)), lane));
     });
   });
+}
+
+void SM90PartialKernel::emitRowGroupCopies(OpBuilder &b, Value tileStart,
+                                           Value stage, Value barrier,
+                                           Value lane) {
+  KernelBuilder k{b, loc};
+  int64_t rows = SM90KernelPlan::kGroupRows;
+  Value first = k.add(tileStart, k.mul(thread.warp, k.idx(rows)));
+  Value groupStart = k.mul(k.add(k.mul(stage, k.idx(tile / rows)), thread.warp),
+                           k.idx(plan.stageGroupBytes()));
+  // One copy by lane 0 where the group's rows are the item's and lie in
+  // one page; else a row a lane (a last, partial tile: the item's last
+  // row again past its end).
+  Value whole = k.lessThan(k.add(first, k.idx(rows - 1)), item.end);
+  if (pageSize > 0 && pageSize < rows)
+    whole = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+  else if (pageSize > 0)
+    whole = arith::AndIOp::create(
+        b, loc, whole,
+        k.lessThan(k.add(k.rem(first, k.idx(pageSize)), k.idx(rows - 1)),
+                   k.idx(pageSize)));
+  ifThenElse(
+      b, loc, whole,
+      [&] {
+        ifThen(b, loc, k.lessThan(lane, c1),
+               [&] { emitBulkRowCopy(b, groupStart, first, rows, barrier); });
+      },
+      [&] {
+        ifThen(b, loc, k.lessThan(lane, k.idx(rows)), [&] {
+          emitBulkRowCopy(
+              b, k.add(groupStart, k.mul(lane, k.idx(plan.stageRowOffset()))),
+              k.add(first, lane), 1, barrier);
+        });
+      });
 }
 
 void SM90PartialKernel::emitRowPairCopies(OpBuilder &b, Value tileStart,
@@ -388,18 +428,9 @@ void SM90PartialKernel::emitRowPairCopies(OpBuilder &b, Value tileStart,
     whole = arith::AndIOp::create(
         b, loc, whole,
         k.lessThan(k.rem(first, k.idx(pageSize)), k.idx(pageSize - 1)));
-  auto branch = [&](llvm::function_ref<void()> body) {
-    return [&, body](OpBuilder &bb, Location) {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPoint(bb.getInsertionBlock(), bb.getInsertionPoint());
-      body();
-      scf::YieldOp::create(b, loc);
-    };
-  };
-  scf::IfOp::create(b, loc, whole, branch([&] {
-                      emitBulkRowCopy(b, pairStart, first, 2, barrier);
-                    }),
-                    branch(twoCopies));
+  ifThenElse(
+      b, loc, whole, [&] { emitBulkRowCopy(b, pairStart, first, 2, barrier); },
+      twoCopies);
 }
 
 void SM90PartialKernel::emitBulkRowCopy(OpBuilder &b, Value stageOffset,

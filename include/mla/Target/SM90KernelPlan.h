@@ -95,12 +95,12 @@ public:
   static constexpr int64_t kStreamingL2Policy = 0x12F0000000000000;
   /// Bytes of a tile row (the cache row: e4m3 codes).
   int64_t bulkRowBytes() const { return s.qkDim; }
-  /// Tile rows each warp copies in bulk: its first lanes, a pair of rows
-  /// each (one copy where the pair lies contiguous in the stage and in the
-  /// cache, else one a row).
+  /// Tile rows each warp copies in bulk where rows lie in pairs: its first
+  /// lanes, a pair of rows each (one copy where the pair lies contiguous
+  /// in the stage and in the cache, else one a row).
   int64_t bulkRowsPerWarp() const { return s.kvTile / warps(); }
-  /// fp8 stages hold tile rows in pairs: row r at byte (r / 2)
-  /// stagePairBytes() + (r % 2) stagePairRowOffset(). Where some pair stride
+  /// Without rowGroups, fp8 stages hold tile rows in pairs: row r at byte (r /
+  /// 2) stagePairBytes() + (r % 2) stagePairRowOffset(). Where some pair stride
   /// puts the 8 rows of an ldmatrix in 8 different 16-byte bank groups with
   /// the pair's rows adjacent (Dqk / 16 odd, or 4 mod 8: Dqk = 576 gives
   /// 1168), a pair is one bulk copy; else the rows are padded to an odd
@@ -116,6 +116,39 @@ public:
   /// Whether a pair of tile rows can be one bulk copy (adjacent in the
   /// stage; the kernel checks that the cache rows are).
   bool bulkPairs() const { return adjacentPairStride() != 0; }
+  /// fp8 stages in groups of kGroupRows adjacent rows and 16 bytes of
+  /// padding, where Dqk / 16 is 4 mod 8 (576: groups of 4624 bytes) and
+  /// the tile has 4 groups or more, one a warp: a group is one bulk copy
+  /// by one lane, 8 a tile where pairs took 32 (ptxas issues a warp's
+  /// copies one lane at a time). Rows 2 apart in a group share their
+  /// 16-byte bank group, so an ldmatrix's 8 rows (8 consecutive logical
+  /// rows: an n-block of QK, a k-step half of PV) are the physical rows
+  /// stageRowOf gives, 2 from each of 4 groups: 8 bank groups (H100: fp8
+  /// geomean 2% and q_len 4 5% faster than pairs; docs/performance.md).
+  static constexpr int64_t kGroupRows = 8;
+  bool rowGroups() const {
+    return bulkCopies() && s.qkDim / 16 % 8 == 4 &&
+           s.kvTile >= 4 * kGroupRows && s.kvTile / kGroupRows <= warps();
+  }
+  /// Rows a stage group holds (rowGroups: kGroupRows, else a pair), its
+  /// bytes, and the offset of its row i at byte i stageRowOffset().
+  int64_t stageGroupRows() const { return rowGroups() ? kGroupRows : 2; }
+  int64_t stageGroupBytes() const {
+    return rowGroups() ? kGroupRows * s.qkDim + 16 : stagePairBytes();
+  }
+  int64_t stageRowOffset() const {
+    return rowGroups() ? s.qkDim : stagePairRowOffset();
+  }
+  /// The tile row (its position in the tile: rows in order in the stage)
+  /// that score column / PV k index j reads. rowGroups: column 8 m + e is
+  /// row 8 (4 (m / 4) + e / 2) + 2 (m % 4) + e % 2 (groups 0-3 for m < 4,
+  /// 4-7 after); pairs: j.
+  int64_t stageRowOf(int64_t j) const {
+    if (!rowGroups())
+      return j;
+    int64_t m = j / kGroupRows, e = j % kGroupRows;
+    return kGroupRows * (4 * (m / 4) + e / 2) + 2 * (m % 4) + e % 2;
+  }
   /// The stages' mbarriers (bulk copies): 8 bytes each.
   int64_t barrierBytes() const { return bulkCopies() ? 8 * s.stages : 0; }
   /// Shared memory the CUDA driver keeps per resident block.
@@ -251,7 +284,7 @@ public:
     case CacheFormat::BF16:
       return swizzledStages() ? 2 * s.qkDim : rowStride() * 2;
     case CacheFormat::FP8:
-      return stagePairBytes() / 2;
+      return stageGroupBytes() / stageGroupRows();
     case CacheFormat::MXFP4:
       return s.qkDim / 2;
     }
