@@ -12,6 +12,7 @@
 
 #include <dlfcn.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include <functional>
 #include <iterator>
 #include <thread>
+#include <vector>
 
 using namespace mla;
 
@@ -1119,6 +1121,37 @@ struct FakeCuda : ::testing::Test {
     EXPECT_NE(fn, nullptr) << name;
     return fn;
   }
+  /// A launch the stand-in recorded: its kernel and grid.
+  struct RecordedLaunch {
+    std::string name;
+    std::array<unsigned, 3> grid;
+  };
+  /// The launches one mla_launch of a host plan for sequences of `lens`
+  /// (one query token each) makes.
+  std::vector<RecordedLaunch> hostPlanLaunches(mla_kernel kernel,
+                                               std::vector<int64_t> lens) {
+    auto count = hook<int (*)()>("fakeCudaLaunchCount");
+    auto get =
+        hook<const char *(*)(int, unsigned *, unsigned *, const uint8_t **,
+                             size_t *)>("fakeCudaLaunch");
+    DecodeProblem p = smallProblem(lens, 1);
+    mla_plan pl = plan(kernel, p);
+    Launchable l(pl, p);
+    int before = count();
+    EXPECT_EQ(mla_launch(kernel, pl, &l.args, nullptr), MLA_SUCCESS)
+        << mla_last_error();
+    std::vector<RecordedLaunch> launches;
+    for (int i = before; i < count(); ++i) {
+      RecordedLaunch r;
+      unsigned block[3];
+      const uint8_t *params;
+      size_t bytes;
+      r.name = get(i, r.grid.data(), block, &params, &bytes);
+      launches.push_back(r);
+    }
+    mla_plan_destroy(pl);
+    return launches;
+  }
   void *fake = nullptr;
 };
 } // namespace
@@ -1265,25 +1298,13 @@ TEST_F(FakeCuda, NoCombineWithoutItemsToMerge) {
   ASSERT_EQ(load(MLA_BACKEND_CUDA, fp8SM90aArtifact(), &g.context, &kernel),
             MLA_SUCCESS)
       << mla_last_error();
-  auto count = hook<int (*)()>("fakeCudaLaunchCount");
-  auto get = hook<const char *(*)(int, unsigned *, unsigned *, const uint8_t **,
-                                  size_t *)>("fakeCudaLaunch");
-  for (auto [lens, launches] : {std::pair{std::vector<int64_t>{70, 300}, 2},
-                                std::pair{std::vector<int64_t>{70, 100}, 1}}) {
-    DecodeProblem p = smallProblem(lens, 1);
-    mla_plan pl = plan(kernel, p);
-    Launchable l(pl, p);
-    int before = count();
-    ASSERT_EQ(mla_launch(kernel, pl, &l.args, nullptr), MLA_SUCCESS)
-        << mla_last_error();
-    ASSERT_EQ(count(), before + launches) << lens[1];
-    unsigned grid[3], block[3];
-    const uint8_t *params;
-    size_t bytes;
-    EXPECT_EQ(std::string(get(count() - 1, grid, block, &params, &bytes)),
-              launches == 2 ? kernel::kCombine : kernel::kPartial);
-    mla_plan_destroy(pl);
-  }
+  auto merged = hostPlanLaunches(kernel, {70, 300});
+  ASSERT_EQ(merged.size(), 2u);
+  EXPECT_EQ(merged[0].name, kernel::kPartial);
+  EXPECT_EQ(merged[1].name, kernel::kCombine);
+  auto alone = hostPlanLaunches(kernel, {70, 100});
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_EQ(alone[0].name, kernel::kPartial);
   mla_kernel_destroy(kernel);
 }
 
@@ -1295,27 +1316,14 @@ TEST_F(FakeCuda, CombineSlicesFollowTheHostPlan) {
   ASSERT_EQ(load(MLA_BACKEND_CUDA, fp8SM90aArtifact(), &g.context, &kernel),
             MLA_SUCCESS)
       << mla_last_error();
-  auto count = hook<int (*)()>("fakeCudaLaunchCount");
-  auto get = hook<const char *(*)(int, unsigned *, unsigned *, const uint8_t **,
-                                  size_t *)>("fakeCudaLaunch");
   for (auto [lens, slices] : {std::pair{std::vector<int64_t>{4096, 4096}, 4u},
                               std::pair{std::vector<int64_t>{70, 300}, 1u}}) {
-    DecodeProblem p = smallProblem(lens, 1);
-    mla_plan pl = plan(kernel, p);
-    Launchable l(pl, p);
-    int before = count();
-    ASSERT_EQ(mla_launch(kernel, pl, &l.args, nullptr), MLA_SUCCESS)
-        << mla_last_error();
-    unsigned grid[3], block[3];
-    const uint8_t *params;
-    size_t bytes;
-    ASSERT_EQ(count(), before + 2) << lens[0];
-    EXPECT_EQ(std::string(get(count() - 1, grid, block, &params, &bytes)),
-              kernel::kCombine);
-    EXPECT_EQ(grid[0], 2u);
-    EXPECT_EQ(grid[1], 16u);
-    EXPECT_EQ(grid[2], slices) << lens[0];
-    mla_plan_destroy(pl);
+    auto launches = hostPlanLaunches(kernel, lens);
+    ASSERT_EQ(launches.size(), 2u) << lens[0];
+    EXPECT_EQ(launches[1].name, kernel::kCombine);
+    EXPECT_EQ(launches[1].grid[0], 2u);
+    EXPECT_EQ(launches[1].grid[1], 16u);
+    EXPECT_EQ(launches[1].grid[2], slices) << lens[0];
   }
   mla_kernel_destroy(kernel);
 }
