@@ -56,6 +56,15 @@ def opcode(sass):
     return words[0].split(".")[0] if words else ""
 
 
+def reason_totals(instructions):
+    """Samples by stall reason over `instructions`."""
+    totals = {}
+    for i in instructions:
+        for k, v in i["reasons"].items():
+            totals[k] = totals.get(k, 0) + v
+    return totals
+
+
 def top_reasons(reasons, n):
     ranked = sorted(reasons.items(), key=lambda kv: -kv[1])[:n]
     return ", ".join(f"{k} {v}" for k, v in ranked if v)
@@ -72,11 +81,7 @@ def main():
         sys.exit(f"stalls.py: no SASS rows in {a.csv}")
     total = sum(i["samples"] for i in ins) or 1
     print(f"{len(ins)} instructions, {total} samples")
-    by_reason = {}
-    for i in ins:
-        for k, v in i["reasons"].items():
-            by_reason[k] = by_reason.get(k, 0) + v
-    print("by reason:", top_reasons(by_reason, 8))
+    print("by reason:", top_reasons(reason_totals(ins), 8))
     print(f"\nthe {a.top} instructions with the most samples "
           "(index, % of samples, executions, reasons, SASS):")
     ranked = sorted(range(len(ins)), key=lambda n: -ins[n]["samples"])
@@ -90,10 +95,7 @@ def main():
         samples = sum(i["samples"] for i in seg)
         if samples * 100 < total:
             continue
-        reasons = {}
-        for i in seg:
-            for k, v in i["reasons"].items():
-                reasons[k] = reasons.get(k, 0) + v
+        reasons = reason_totals(seg)
         marks = sorted({opcode(i["sass"]) for i in seg} & set(LANDMARKS))
         most = max(i["executed"] for i in seg)
         print(f"{s:5d} {100 * samples / total:5.1f}% exec<={most:7d} "
