@@ -8,9 +8,11 @@
 # timed with the runtime built from its runtime-src (compile.sh copies it
 # there), else with this checkout's.
 # Usage: FORMATS=fp8 ROUNDS=2 bench/h200/ab.sh DIR_A DIR_B [...];
-# ONLY=FORMAT:B:KV:H:Q_LEN[,...] times those shapes instead of FORMATS'.
+# ONLY=FORMAT:B:KV:H:Q_LEN[,...] times those shapes instead of FORMATS';
+# REQUIRE_GPU=H200: nothing run (exit 3) on another GPU (require-gpu.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/bench/h200/require-gpu.sh"
 build=/tmp/mla-runtime-build
 [ $# -ge 1 ] || { echo "usage: $0 ARTIFACT_DIR..." >&2; exit 1; }
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader || true

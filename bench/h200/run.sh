@@ -5,9 +5,11 @@
 # Results go to $OUT (the device tool's folder) or bench/h200/results.
 # Usage: bench/h200/run.sh [bench.py options]; NCU=fp8:256:8192:16:1 bench/h200/run.sh
 # (NCU_SOURCE=1: where the partial kernel's warps wait, per SASS instruction);
-# RANDOM_CASES=N: the random batches checked besides the fixed ones (150).
+# RANDOM_CASES=N: the random batches checked besides the fixed ones (150);
+# REQUIRE_GPU=H200: nothing run (exit 3) on another GPU (require-gpu.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/bench/h200/require-gpu.sh"
 out=${OUT:-$root/bench/h200/results}
 build=/tmp/mla-runtime-build
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem \
