@@ -50,6 +50,16 @@ struct KernelBuilder {
   mlir::Value rem(mlir::Value x, mlir::Value y) {
     return mlir::arith::RemUIOp::create(b, loc, x, y);
   }
+  /// x / y for 0 <= x and 0 < y below 2^31, in 32 bits: a 64-bit division
+  /// by a variable is a subroutine call in PTX (the registers it saves are
+  /// the spills ptxas reports) and a long sequence on gfx950.
+  mlir::Value div32(mlir::Value x, mlir::Value y) {
+    mlir::Type i32 = b.getI32Type();
+    mlir::Value q = mlir::arith::DivUIOp::create(
+        b, loc, mlir::arith::IndexCastUIOp::create(b, loc, i32, x),
+        mlir::arith::IndexCastUIOp::create(b, loc, i32, y));
+    return mlir::arith::IndexCastUIOp::create(b, loc, b.getIndexType(), q);
+  }
   mlir::Value minS(mlir::Value x, mlir::Value y) {
     return mlir::arith::MinSIOp::create(b, loc, x, y);
   }

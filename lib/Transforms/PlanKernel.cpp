@@ -62,18 +62,10 @@ private:
   Value ceilDiv(Value a, Value d) {
     return k.div(k.add(a, k.sub(d, k.idx(1))), d);
   }
-  /// a / d and ceil(a / d) for 0 <= a, 0 < d below 2^31 (a sequence's
-  /// rows and its item sizes: the ABI's indptrs are i32), in 32 bits: a
-  /// 64-bit division is a long subroutine in PTX, whose registers spilled.
-  Value div32(Value a, Value d) {
-    Type i32 = b.getI32Type();
-    Value q = arith::DivUIOp::create(
-        b, loc, arith::IndexCastUIOp::create(b, loc, i32, a),
-        arith::IndexCastUIOp::create(b, loc, i32, d));
-    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), q);
-  }
+  /// ceil(a / d) for 0 <= a, 0 < d below 2^31 (a sequence's rows and its
+  /// item sizes: the ABI's indptrs are i32), in 32 bits (KernelBuilder::div32).
   Value ceilDiv32(Value a, Value d) {
-    return div32(k.add(a, k.sub(d, k.idx(1))), d);
+    return k.div32(k.add(a, k.sub(d, k.idx(1))), d);
   }
   Value maxS(Value a, Value c) { return arith::MaxSIOp::create(b, loc, a, c); }
   Value clamp(Value v, int64_t lo, Value hi) {
@@ -366,7 +358,7 @@ PlanKernel::Split PlanKernel::emitSplit(Value kvLen, Value share) {
   // cuts into fineItemsFrom or more while the minimum binds; equal items
   // on tile boundaries, trailing empties dropped.
   Value minChunk = k.idx(f.minTilesPerItem * f.kvTile);
-  Value items = div32(kvLen, maxS(share, minChunk));
+  Value items = k.div32(kvLen, maxS(share, minChunk));
   if (f.fineItemsFrom > 0) {
     Value finer = arith::AndIOp::create(
         b, loc, k.lessThan(share, minChunk),
@@ -441,7 +433,8 @@ Value PlanKernel::emitUnitWorkgroup(Value start, Value end, Value total,
       k.lessThan(span, k.sub(nextHi, xcdEnd)));
   Value lo = select(useNext, xcdEnd, first);
   span = k.sub(select(useNext, nextHi, hi), lo);
-  Value spread = k.div(k.mul(r, span), rowBlocks);
+  // r < rowBlocks and span <= the grid: 32 bits.
+  Value spread = k.div32(k.mul(r, span), rowBlocks);
   Value own = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, span,
                                     rowBlocks);
   return k.add(lo, select(own, r, spread));
