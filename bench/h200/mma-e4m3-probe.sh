@@ -12,6 +12,10 @@
 # Usage: bash bench/h200/mma-e4m3-probe.sh   (needs nvcc; NVCC=path to pick one)
 set -euo pipefail
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+if [ ! -x "$NVCC" ]; then
+  echo "mma-e4m3-probe.sh: no nvcc at '$NVCC' (a CUDA toolkit's; set NVCC)" >&2
+  exit 2
+fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cat > "$dir/probe.cu" <<'EOF'
